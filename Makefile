@@ -1,0 +1,63 @@
+# ragkg: `make run` to use it, `make test` to test it. See README.md.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+VENV ?= $(HOME)/.cache/ragkg/venv
+PY := $(VENV)/bin/python
+SERVICES := $(PY) scripts/services.py
+
+# Settings come from the environment; these targets read .env first (the environment wins).
+WITH_ENV := bash scripts/with-env.sh
+
+# The test suite sets its own environment (tests/_environment.py): its own ports
+# and state under var/test, so it never touches a running development stack.
+LINT_ENV := DJANGO_DEBUG=1 DJANGO_SECRET_KEY=lint
+
+.PHONY: help setup run up down status doctor migrate graph-schema test test-unit lint format
+
+help:
+	@echo "make run      set up this machine, start everything, serve http://127.0.0.1:8000"
+	@echo "make test     run the whole test suite (lint, unit and integration, real services)"
+	@echo "make up       start Neo4j, Redis, the Celery worker and the web server in the background"
+	@echo "make down     stop exactly what 'make up' started"
+	@echo "make status | doctor | migrate | graph-schema | lint | format"
+
+setup:
+	@bash scripts/bootstrap.sh
+
+run: setup
+	@$(WITH_ENV) bash scripts/run.sh "$(PY)"
+
+up: setup
+	@$(WITH_ENV) $(SERVICES) up
+	@$(WITH_ENV) bash -c 'echo "ragkg is up: http://$${WEB_HOST:-127.0.0.1}:$${WEB_PORT:-8000}/  (health: /healthz, stop: make down)"'
+
+down:
+	@$(WITH_ENV) $(SERVICES) down
+
+status:
+	@$(WITH_ENV) $(SERVICES) status
+
+doctor:
+	@$(WITH_ENV) $(PY) manage.py doctor
+
+migrate: setup
+	@$(WITH_ENV) bash -c 'mkdir -p "$${RAGKG_STATE_DIR:-var}" && "$(PY)" manage.py migrate --noinput'
+
+graph-schema:
+	@$(WITH_ENV) $(PY) manage.py graph_schema
+
+lint:
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	env $(LINT_ENV) $(VENV)/bin/mypy
+
+format:
+	$(VENV)/bin/ruff format .
+	$(VENV)/bin/ruff check --fix .
+
+test: setup lint
+	$(PY) -m pytest
+
+test-unit: setup
+	$(PY) -m pytest -m "not integration"

@@ -1,0 +1,22 @@
+from typing import Any
+
+from django.core.management.base import BaseCommand
+
+from apps.graph.driver import get_driver
+from apps.graph.schema import graph_schema_apply
+
+
+class Command(BaseCommand):
+    help = "Create the knowledge graph's constraints and indexes in Neo4j (idempotent)."
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        report = graph_schema_apply(driver=get_driver())
+        for name in report.created:
+            self.stdout.write(f"created  {name}")
+        for name in report.existing:
+            self.stdout.write(f"exists   {name}")
+        self.stdout.write(
+            self.style.SUCCESS(
+                f"graph schema ready: {len(report.created)} created, {len(report.existing)} already present"
+            )
+        )

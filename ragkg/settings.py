@@ -1,0 +1,191 @@
+"""The one settings module of ragkg.
+
+Every value comes from the environment through the typed readers in
+``ragkg.env``; ``.env.example`` lists each variable with its default.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import dj_database_url
+
+from ragkg.env import (
+    EnvError,
+    env_bool,
+    env_choice,
+    env_float,
+    env_int,
+    env_list,
+    env_path,
+    env_str,
+    env_url,
+)
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+# --- state on disk (databases, logs, pid files of the managed services) ----
+STATE_DIR = env_path("RAGKG_STATE_DIR", Path("var"), base=BASE_DIR)
+
+# --- Django core ------------------------------------------------------------
+DEBUG = env_bool("DJANGO_DEBUG", False)
+_secret = env_str("DJANGO_SECRET_KEY", "")
+if not _secret:
+    if not DEBUG:
+        raise EnvError("DJANGO_SECRET_KEY is required when DJANGO_DEBUG is off (`make setup` writes one to .env)")
+    _secret = "insecure-development-key-only-for-debug"
+SECRET_KEY = _secret
+ALLOWED_HOSTS = env_list("DJANGO_ALLOWED_HOSTS", ["127.0.0.1", "localhost"])
+CSRF_TRUSTED_ORIGINS = env_list("DJANGO_CSRF_TRUSTED_ORIGINS", [])
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "django_htmx",
+    "apps.core",
+    "apps.graph",
+    "apps.health",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",
+    "apps.core.middleware.ServiceUnavailableMiddleware",
+]
+
+ROOT_URLCONF = "ragkg.urls"
+WSGI_APPLICATION = "ragkg.wsgi.application"
+ASGI_APPLICATION = "ragkg.asgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+# --- relational database ----------------------------------------------------
+DATABASE_URL = env_url(
+    "DATABASE_URL",
+    f"sqlite:///{STATE_DIR / 'db.sqlite3'}",
+    ("sqlite", "postgres", "postgresql", "pgsql"),
+)
+DATABASES = {
+    "default": dj_database_url.parse(DATABASE_URL, conn_max_age=env_int("DATABASE_CONN_MAX_AGE", 0, minimum=0))
+}
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # Wait for a busy writer instead of failing at once (web and worker share the file).
+    DATABASES["default"]["OPTIONS"] = {"timeout": 20}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = env_str("TIME_ZONE", "UTC")
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+# Static files are served by WhiteNoise straight from the app and project folders;
+# set DJANGO_STATIC_ROOT only to run collectstatic for a separate web server.
+_static_root = env_str("DJANGO_STATIC_ROOT", "")
+STATIC_ROOT = Path(_static_root).resolve() if _static_root else None
+WHITENOISE_USE_FINDERS = True
+WHITENOISE_AUTOREFRESH = DEBUG
+
+# --- web server (started by scripts/services.py) ------------------------------
+WEB_HOST = env_str("WEB_HOST", "127.0.0.1")
+WEB_PORT = env_int("WEB_PORT", 8000, minimum=1, maximum=65535)
+WEB_WORKERS = env_int("WEB_WORKERS", 2, minimum=1)
+WEB_THREADS = env_int("WEB_THREADS", 4, minimum=1)
+
+# --- which services the project's own scripts start --------------------------
+# Drop a name to use an external service instead (e.g. a Neo4j cluster).
+MANAGED_SERVICES = env_list("RAGKG_MANAGED_SERVICES", ["neo4j", "redis", "celery", "web"])
+_unknown_services = set(MANAGED_SERVICES) - {"neo4j", "redis", "celery", "web"}
+if _unknown_services:
+    raise EnvError(f"RAGKG_MANAGED_SERVICES names unknown services: {', '.join(sorted(_unknown_services))}")
+
+# --- Neo4j --------------------------------------------------------------------
+NEO4J_URI = env_url(
+    "NEO4J_URI", "bolt://127.0.0.1:7687", ("bolt", "bolt+s", "bolt+ssc", "neo4j", "neo4j+s", "neo4j+ssc")
+)
+NEO4J_USER = env_str("NEO4J_USER", "neo4j")
+NEO4J_PASSWORD = env_str("NEO4J_PASSWORD", "ragkg-local-password")
+NEO4J_DATABASE = env_str("NEO4J_DATABASE", "neo4j")
+NEO4J_CONNECTION_TIMEOUT = env_float("NEO4J_CONNECTION_TIMEOUT", 5.0, minimum=0.1)
+# Only for the embedded Neo4j that scripts/services.py starts.
+NEO4J_HEAP = env_str("NEO4J_HEAP", "768m")
+NEO4J_PAGE_CACHE = env_str("NEO4J_PAGE_CACHE", "256m")
+NEO4J_BOLT_PORT = urlsplit(NEO4J_URI).port or 7687
+
+# --- Redis and Celery -----------------------------------------------------------
+REDIS_URL = env_url("REDIS_URL", "redis://127.0.0.1:6379/0", ("redis", "rediss"))
+REDIS_PORT = urlsplit(REDIS_URL).port or 6379
+CELERY_BROKER_URL = env_url("CELERY_BROKER_URL", REDIS_URL, ("redis", "rediss"))
+CELERY_RESULT_BACKEND = env_url("CELERY_RESULT_BACKEND", REDIS_URL, ("redis", "rediss"))
+CELERY_TASK_SERIALIZER = "json"
+CELERY_RESULT_SERIALIZER = "json"
+CELERY_ACCEPT_CONTENT = ["json"]
+CELERY_TASK_DEFAULT_QUEUE = "ingest"
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_TASK_TIME_LIMIT = env_int("CELERY_TASK_TIME_LIMIT", 1800, minimum=1)
+CELERY_TASK_SOFT_TIME_LIMIT = env_int("CELERY_TASK_SOFT_TIME_LIMIT", 1740, minimum=1)
+if CELERY_TASK_SOFT_TIME_LIMIT >= CELERY_TASK_TIME_LIMIT:
+    raise EnvError("CELERY_TASK_SOFT_TIME_LIMIT must be below CELERY_TASK_TIME_LIMIT")
+CELERY_RESULT_EXPIRES = env_int("CELERY_RESULT_EXPIRES", 86400, minimum=60)
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# With acks_late a task unacknowledged for longer than this is redelivered:
+# keep it above the hard time limit so a long task is not run twice.
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": CELERY_TASK_TIME_LIMIT + 600}
+CELERY_WORKER_CONCURRENCY = env_int("CELERY_WORKER_CONCURRENCY", 2, minimum=1)
+# Queues the locally started worker consumes (a GPU machine runs its own `gpu` worker).
+WORKER_QUEUES = env_list("RAGKG_WORKER_QUEUES", ["ingest", "gpu"])
+_unknown_queues = set(WORKER_QUEUES) - {"ingest", "gpu"}
+if _unknown_queues:
+    raise EnvError(f"RAGKG_WORKER_QUEUES names unknown queues: {', '.join(sorted(_unknown_queues))}")
+
+# --- models -------------------------------------------------------------------------
+MODEL_PROFILE = env_choice("RAGKG_MODEL_PROFILE", "offline", ("offline", "hub"))
+
+# --- health checks ------------------------------------------------------------------
+HEALTH_CHECK_TIMEOUT = env_float("HEALTH_CHECK_TIMEOUT", 3.0, minimum=0.1)
+
+# --- logging --------------------------------------------------------------------------
+LOG_LEVEL = env_choice("LOG_LEVEL", "INFO", ("DEBUG", "INFO", "WARNING", "ERROR"))
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": LOG_LEVEL},
+    "loggers": {"neo4j": {"level": "WARNING"}},
+}

@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# `make run`: start every service, print the URL, follow the logs; Ctrl-C stops everything.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY="$1"
+trap '"$PY" scripts/services.py down' EXIT
+"$PY" scripts/services.py up
+url="http://${WEB_HOST:-127.0.0.1}:${WEB_PORT:-8000}/"
+echo
+echo "ragkg is running at $url   (health: ${url}healthz; Ctrl-C stops it)"
+echo
+"$PY" manage.py doctor || true
+tail -n 0 -F "${RAGKG_STATE_DIR:-var}"/log/*.log

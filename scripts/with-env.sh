@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Run a command with the settings in .env (when present) exported; the environment wins over .env.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+if [ -f .env ]; then
+  while IFS= read -r line || [ -n "$line" ]; do
+    case "$line" in ''|'#'*) continue ;; esac
+    key=${line%%=*}
+    [ -n "${!key+x}" ] || export "$key=${line#*=}"
+  done <.env
+fi
+exec "$@"

@@ -1,0 +1,32 @@
+"""Loaded by pytest as a plugin (``-p tests._environment``), before Django.
+
+The suite is hermetic: it runs its own Neo4j, Redis and Celery worker on
+ports of its own with state under var/test, whatever the shell or .env say,
+so it never touches a development or production stack.
+"""
+
+from __future__ import annotations
+
+import os
+
+TEST_ENVIRONMENT = {
+    "DJANGO_SETTINGS_MODULE": "ragkg.settings",
+    "RAGKG_STATE_DIR": "var/test",
+    "DJANGO_DEBUG": "0",
+    "DJANGO_SECRET_KEY": "test-secret-key",
+    "DATABASE_URL": "",
+    "NEO4J_URI": "bolt://127.0.0.1:17687",
+    "NEO4J_USER": "neo4j",
+    "NEO4J_PASSWORD": "ragkg-test-password",
+    "NEO4J_DATABASE": "neo4j",
+    "REDIS_URL": "redis://127.0.0.1:16379/0",
+    "CELERY_BROKER_URL": "",
+    "CELERY_RESULT_BACKEND": "",
+    "WEB_PORT": "18000",
+    "RAGKG_MANAGED_SERVICES": "neo4j,redis,celery,web",
+    "RAGKG_WORKER_QUEUES": "ingest,gpu",
+    "RAGKG_MODEL_PROFILE": "offline",
+    "HEALTH_CHECK_TIMEOUT": "3.0",
+}
+
+os.environ.update(TEST_ENVIRONMENT)

@@ -1,0 +1,61 @@
+"""Fixtures shared by the whole suite.
+
+Integration tests ask for ``live_services``: the real Neo4j, Redis and one
+Celery worker, started through scripts/services.py (the same code `make up`
+uses) on the test ports, and stopped at the end of the session unless they
+were already running before it.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+from neo4j import Driver
+
+from apps.graph.driver import close_driver, get_driver
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+SERVICES = [sys.executable, str(BASE_DIR / "scripts" / "services.py")]
+LIVE = ["redis", "neo4j", "celery"]
+
+
+def services(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    """Run scripts/services.py with the test environment."""
+    return subprocess.run([*SERVICES, *args], cwd=BASE_DIR, capture_output=True, text=True, check=check, timeout=300)
+
+
+def _running() -> set[str]:
+    rows = json.loads(services("status", "--json").stdout)
+    return {name for name, row in rows.items() if row["running"]}
+
+
+@pytest.fixture(scope="session")
+def live_services() -> Iterator[None]:
+    before = _running()
+    result = services("up", *LIVE, check=False)
+    if result.returncode != 0:
+        pytest.fail(f"could not start the test services:\n{result.stdout}\n{result.stderr}")
+    yield
+    close_driver()
+    started = [name for name in LIVE if name not in before]
+    if started:
+        services("down", *started)
+
+
+@pytest.fixture
+def neo4j_driver(live_services: None) -> Iterator[Driver]:
+    driver = get_driver()
+    yield driver
+
+
+@pytest.fixture
+def empty_graph(neo4j_driver: Driver) -> Driver:
+    """The test Neo4j with every node removed (the schema stays)."""
+    neo4j_driver.execute_query("MATCH (n) DETACH DELETE n", database_=settings.NEO4J_DATABASE)
+    return neo4j_driver

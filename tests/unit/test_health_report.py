@@ -1,0 +1,84 @@
+"""The health report's logic, with fake checks behind the CHECKS table."""
+
+import json
+import time
+from collections.abc import Callable
+
+import pytest
+from django.core.management import call_command
+from django.test import Client
+from pytest_django.fixtures import Settings as SettingsWrapper
+
+from apps.health import checks
+from apps.health.checks import CheckResult, run_checks
+
+
+def fake(name: str, ok: bool, delay: float = 0.0) -> Callable[[], CheckResult]:
+    def check() -> CheckResult:
+        time.sleep(delay)
+        return CheckResult(name, ok, f"{name} detail", None if ok else f"fix {name}")
+
+    return check
+
+
+@pytest.fixture
+def fake_checks(monkeypatch: pytest.MonkeyPatch, settings: SettingsWrapper) -> dict[str, Callable[[], CheckResult]]:
+    settings.HEALTH_CHECK_TIMEOUT = 0.3
+    table = {"database": fake("database", True), "neo4j": fake("neo4j", False), "slow": fake("slow", True, delay=3)}
+    monkeypatch.setattr(checks, "CHECKS", table)
+    return table
+
+
+def test_checks_run_in_parallel_under_one_deadline(fake_checks: dict[str, Callable[[], CheckResult]]) -> None:
+    started = time.monotonic()
+    results = {r.name: r for r in run_checks()}
+    assert time.monotonic() - started < 2.5
+    assert results["database"].ok
+    assert not results["neo4j"].ok and results["neo4j"].fix == "fix neo4j"
+    assert not results["slow"].ok
+    assert results["slow"].detail == "no answer within 0.3s"
+
+
+def test_healthz_is_503_with_the_failing_service_named(fake_checks: dict[str, Callable[[], CheckResult]]) -> None:
+    fake_checks.pop("slow")
+    response = Client().get("/healthz")
+    assert response.status_code == 503
+    body = response.json()
+    assert body["status"] == "degraded"
+    assert body["checks"]["neo4j"] == {
+        "name": "neo4j",
+        "ok": False,
+        "status": "down",
+        "detail": "neo4j detail",
+        "fix": "fix neo4j",
+        "elapsed_ms": body["checks"]["neo4j"]["elapsed_ms"],
+    }
+    assert body["checks"]["database"]["status"] == "ok"
+
+
+def test_healthz_is_200_when_all_are_up(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(checks, "CHECKS", {"database": fake("database", True), "redis": fake("redis", True)})
+    response = Client().get("/healthz")
+    assert response.status_code == 200
+    assert response.json()["status"] == "ok"
+
+
+def test_doctor_prints_the_fix_and_exits_non_zero(
+    fake_checks: dict[str, Callable[[], CheckResult]], capsys: pytest.CaptureFixture[str]
+) -> None:
+    fake_checks.pop("slow")
+    with pytest.raises(SystemExit) as exit_info:
+        call_command("doctor")
+    assert exit_info.value.code == 1
+    out = capsys.readouterr().out
+    assert "neo4j" in out and "DOWN" in out and "fix: fix neo4j" in out
+    assert "some services are down" in out
+
+
+def test_doctor_json(fake_checks: dict[str, Callable[[], CheckResult]], capsys: pytest.CaptureFixture[str]) -> None:
+    fake_checks.pop("slow")
+    with pytest.raises(SystemExit):
+        call_command("doctor", "--json")
+    body = json.loads(capsys.readouterr().out)
+    assert body["status"] == "degraded"
+    assert body["checks"]["neo4j"]["fix"] == "fix neo4j"
