@@ -63,16 +63,14 @@ def log_file(name: str) -> Path:
 
 
 def neo4j_command() -> list[str]:
-    tool = BASE_DIR / "tools" / "neo4j" / "target"
-    if not (tool / "classes").is_dir():
+    jar = BASE_DIR / "tools" / "neo4j" / "target" / "ragkg-embedded-neo4j.jar"
+    if not jar.is_file():
         raise SystemExit("tools/neo4j is not built: run `make setup`")
     return [
         "java",
         f"-Xmx{settings.NEO4J_HEAP}",
-        "-XX:+UseG1GC",
-        "-cp",
-        f"{tool / 'classes'}:{tool / 'lib'}/*",
-        "ragkg.neo4j.EmbeddedNeo4j",
+        "-jar",
+        str(jar),
         "--home",
         str(state_dir() / "neo4j"),
         "--port",
@@ -362,4 +360,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from ragkg.env import EnvError
+
+    try:
+        sys.exit(main())
+    except EnvError as exc:
+        sys.exit(f"configuration error: {exc}")
