@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
-VENV ?= $(HOME)/.cache/ragkg/venv
+VENV ?= $(or $(RAGKG_VENV),$(HOME)/.cache/ragkg/venv)
 PY := $(VENV)/bin/python
 SERVICES := $(PY) scripts/services.py
 
@@ -23,7 +23,7 @@ help:
 	@echo "make status | doctor | migrate | graph-schema | lint | format"
 
 setup:
-	@bash scripts/bootstrap.sh
+	@RAGKG_VENV="$(VENV)" bash scripts/bootstrap.sh
 
 run: setup
 	@$(WITH_ENV) bash scripts/run.sh "$(PY)"
