@@ -96,6 +96,9 @@ DATABASES = {
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # Wait for a busy writer instead of failing at once (web and worker share the file).
     DATABASES["default"]["OPTIONS"] = {"timeout": 20}
+else:
+    # An unreachable server fails within seconds instead of hanging a request.
+    DATABASES["default"]["OPTIONS"] = {"connect_timeout": env_int("DATABASE_CONNECT_TIMEOUT", 5, minimum=1)}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [
@@ -140,6 +143,8 @@ NEO4J_USER = env_str("NEO4J_USER", "neo4j")
 NEO4J_PASSWORD = env_str("NEO4J_PASSWORD", "ragkg-local-password")
 NEO4J_DATABASE = env_str("NEO4J_DATABASE", "neo4j")
 NEO4J_CONNECTION_TIMEOUT = env_float("NEO4J_CONNECTION_TIMEOUT", 5.0, minimum=0.1)
+# How long a transaction is retried on transient errors before the caller gets a clear 503.
+NEO4J_MAX_RETRY_TIME = env_float("NEO4J_MAX_RETRY_TIME", 3.0, minimum=0.0)
 # Only for the embedded Neo4j that scripts/services.py starts.
 NEO4J_HEAP = env_str("NEO4J_HEAP", "768m")
 NEO4J_PAGE_CACHE = env_str("NEO4J_PAGE_CACHE", "256m")

@@ -4,6 +4,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 PY="$1"
 trap '"$PY" scripts/services.py down' EXIT
+trap 'exit 130' INT TERM
 "$PY" scripts/services.py up
 url="http://${WEB_HOST:-127.0.0.1}:${WEB_PORT:-8000}/"
 echo

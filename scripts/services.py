@@ -133,7 +133,9 @@ def neo4j_healthy() -> bool:
         with GraphDatabase.driver(
             settings.NEO4J_URI, auth=(settings.NEO4J_USER, settings.NEO4J_PASSWORD), connection_timeout=2
         ) as driver:
-            driver.execute_query("RETURN 1", database_=settings.NEO4J_DATABASE)
+            driver.verify_connectivity()
+            with driver.session(database=settings.NEO4J_DATABASE) as session:
+                session.run("RETURN 1").consume()  # no retries: a plain probe
         return True
     except (ServiceUnavailable, Neo4jError, OSError):
         return False

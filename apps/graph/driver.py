@@ -37,10 +37,10 @@ def get_driver() -> Driver:
             auth=(key[1], key[2]),
             connection_timeout=settings.NEO4J_CONNECTION_TIMEOUT,
             connection_acquisition_timeout=settings.NEO4J_CONNECTION_TIMEOUT * 2,
-            max_transaction_retry_time=settings.NEO4J_CONNECTION_TIMEOUT * 2,
+            max_transaction_retry_time=settings.NEO4J_MAX_RETRY_TIME,
         )
         _driver_key = key
-        logger.info("neo4j driver opened for %s", key[0])
+        logger.debug("neo4j driver opened for %s", key[0])
         return _driver
 
 

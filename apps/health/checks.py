@@ -99,7 +99,7 @@ def check_celery() -> CheckResult:
         _redis_ping(settings.CELERY_BROKER_URL)
     except Exception as exc:
         return _down(deps.CELERY, f"broker unreachable ({_describe(exc)})", fix=deps.fix_for(deps.REDIS))
-    timeout = min(1.0, settings.HEALTH_CHECK_TIMEOUT / 2)
+    timeout = min(0.5, settings.HEALTH_CHECK_TIMEOUT / 2)
     try:
         replies = app.control.inspect(timeout=timeout).active_queues() or {}
     except Exception as exc:

@@ -11,10 +11,11 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         report = graph_schema_apply(driver=get_driver())
-        for name in report.created:
-            self.stdout.write(f"created  {name}")
-        for name in report.existing:
-            self.stdout.write(f"exists   {name}")
+        if options["verbosity"] > 1:
+            for name in report.created:
+                self.stdout.write(f"created  {name}")
+            for name in report.existing:
+                self.stdout.write(f"exists   {name}")
         self.stdout.write(
             self.style.SUCCESS(
                 f"graph schema ready: {len(report.created)} created, {len(report.existing)} already present"

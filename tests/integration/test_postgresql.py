@@ -1,0 +1,87 @@
+"""The relational database on PostgreSQL through DATABASE_URL (a real, throwaway server)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.integration
+
+BASE_DIR = Path(__file__).resolve().parents[2]
+
+
+def _pg_bin() -> Path:
+    found = sorted(Path("/usr/lib/postgresql").glob("*/bin/initdb"))
+    if not found:
+        pytest.fail("PostgreSQL server binaries not found under /usr/lib/postgresql (apt-get install postgresql)")
+    return found[-1].parent
+
+
+def _as_postgres(*command: str) -> None:
+    prefix = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
+    subprocess.run([*prefix, *command], check=True, capture_output=True, text=True, timeout=120)
+
+
+@pytest.fixture(scope="module")
+def postgres_url() -> Iterator[str]:
+    bin_dir = _pg_bin()
+    root = Path(tempfile.mkdtemp(prefix="ragkg-pg-"))
+    root.chmod(0o755)
+    data = root / "data"
+    data.mkdir()
+    if os.geteuid() == 0:
+        shutil.chown(root, "postgres")
+        shutil.chown(data, "postgres")
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    _as_postgres(str(bin_dir / "initdb"), "-D", str(data), "-U", "ragkg", "--auth=trust", "-E", "UTF8")
+    options = f"-p {port} -k {root} -c listen_addresses=127.0.0.1 -c fsync=off"
+    _as_postgres(str(bin_dir / "pg_ctl"), "-D", str(data), "-o", options, "-l", str(root / "pg.log"), "-w", "start")
+    try:
+        _as_postgres(str(bin_dir / "createdb"), "-h", "127.0.0.1", "-p", str(port), "-U", "ragkg", "ragkg")
+        yield f"postgres://ragkg@127.0.0.1:{port}/ragkg"
+    finally:
+        _as_postgres(str(bin_dir / "pg_ctl"), "-D", str(data), "-m", "fast", "-w", "stop")
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def manage(url: str, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "DATABASE_URL": url}
+    return subprocess.run(
+        [sys.executable, "manage.py", *args], cwd=BASE_DIR, env=env, capture_output=True, text=True, timeout=300
+    )
+
+
+def test_migrations_and_health_on_postgresql(postgres_url: str) -> None:
+    before = manage(postgres_url, "doctor", "--only", "database", "--json")
+    assert before.returncode == 1
+    assert json.loads(before.stdout)["checks"]["database"]["fix"] == "make migrate"
+
+    migrate = manage(postgres_url, "migrate", "--noinput")
+    assert migrate.returncode == 0, migrate.stderr
+
+    after = manage(postgres_url, "doctor", "--only", "database", "--json")
+    assert after.returncode == 0, after.stdout + after.stderr
+    assert json.loads(after.stdout)["checks"]["database"]["detail"] == "postgresql, migrations applied"
+
+
+def test_postgresql_down_is_named_with_its_fix() -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    result = manage(f"postgres://ragkg@127.0.0.1:{port}/ragkg", "doctor", "--only", "database", "--json")
+    assert result.returncode == 1
+    check = json.loads(result.stdout)["checks"]["database"]
+    assert check["status"] == "down"
+    assert "OperationalError" in check["detail"]
+    assert check["fix"] == "start PostgreSQL at DATABASE_URL (or fix DATABASE_URL), then make migrate"
