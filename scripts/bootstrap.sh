@@ -51,7 +51,7 @@ if [ "$(cat "$neo4j_stamp" 2>/dev/null)" != "$neo4j_want" ]; then
   command -v java >/dev/null || { echo "setup: Java 17 is required for the embedded Neo4j" >&2; exit 1; }
   command -v mvn >/dev/null || { echo "setup: installing Maven"; apt-get update -qq && apt-get install -y -qq maven; }
   echo "setup: building the embedded Neo4j (tools/neo4j)"
-  mvn -q -B -f tools/neo4j/pom.xml -DskipTests package
+  mvn -q -B -Dstyle.color=never -f tools/neo4j/pom.xml -DskipTests package
   echo "$neo4j_want" >"$neo4j_stamp"
 fi
 

@@ -1,7 +1,6 @@
 """Health against the real services, and with Neo4j down."""
 
 import json
-import socket
 
 import pytest
 from django.core.management import call_command
@@ -9,14 +8,9 @@ from django.test import Client
 from pytest_django.fixtures import Settings
 
 from apps.graph.driver import close_driver
+from tests.support import free_port
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def test_healthz_all_green(live_services: None) -> None:

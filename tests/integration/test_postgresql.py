@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -13,6 +12,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from tests.support import free_port
 
 pytestmark = pytest.mark.integration
 
@@ -41,9 +42,7 @@ def postgres_url() -> Iterator[str]:
     if os.geteuid() == 0:
         shutil.chown(root, "postgres")
         shutil.chown(data, "postgres")
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
+    port = free_port()
     _as_postgres(str(bin_dir / "initdb"), "-D", str(data), "-U", "ragkg", "--auth=trust", "-E", "UTF8")
     options = f"-p {port} -k {root} -c listen_addresses=127.0.0.1 -c fsync=off"
     _as_postgres(str(bin_dir / "pg_ctl"), "-D", str(data), "-o", options, "-l", str(root / "pg.log"), "-w", "start")
@@ -76,9 +75,7 @@ def test_migrations_and_health_on_postgresql(postgres_url: str) -> None:
 
 
 def test_postgresql_down_is_named_with_its_fix() -> None:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
+    port = free_port()
     result = manage(f"postgres://ragkg@127.0.0.1:{port}/ragkg", "doctor", "--only", "database", "--json")
     assert result.returncode == 1
     check = json.loads(result.stdout)["checks"]["database"]
