@@ -50,6 +50,7 @@ INSTALLED_APPS = [
     "apps.core",
     "apps.graph",
     "apps.health",
+    "apps.ingest",
 ]
 
 MIDDLEWARE = [
@@ -180,6 +181,24 @@ if _unknown_queues:
 
 # --- models -------------------------------------------------------------------------
 MODEL_PROFILE = env_choice("RAGKG_MODEL_PROFILE", "offline", ("offline", "hub"))
+
+# --- ingestion ------------------------------------------------------------------------
+MEDIA_ROOT = env_path("RAGKG_MEDIA_DIR", STATE_DIR / "media", base=BASE_DIR)
+UPLOAD_DIR = env_path("RAGKG_UPLOAD_DIR", STATE_DIR / "uploads", base=BASE_DIR)
+INGEST_CHUNK_SIZE = env_int("INGEST_CHUNK_SIZE", 1000, minimum=100)
+INGEST_CHUNK_OVERLAP = env_int("INGEST_CHUNK_OVERLAP", 150, minimum=0)
+if INGEST_CHUNK_OVERLAP >= INGEST_CHUNK_SIZE:
+    raise EnvError("INGEST_CHUNK_OVERLAP must be below INGEST_CHUNK_SIZE")
+INGEST_MAX_FILE_BYTES = env_int("INGEST_MAX_FILE_BYTES", 50 * 1024 * 1024, minimum=1)
+INGEST_MAX_IMAGE_PIXELS = env_int("INGEST_MAX_IMAGE_PIXELS", 40_000_000, minimum=1)
+INGEST_MAX_ZIP_MEMBERS = env_int("INGEST_MAX_ZIP_MEMBERS", 2000, minimum=1)
+INGEST_MAX_ZIP_BYTES = env_int("INGEST_MAX_ZIP_BYTES", 500 * 1024 * 1024, minimum=1)
+INGEST_MAX_TABLE_ROWS = env_int("INGEST_MAX_TABLE_ROWS", 200_000, minimum=1)
+# A job whose worker died is retried this many times in all, then marked failed.
+INGEST_JOB_MAX_ATTEMPTS = env_int("INGEST_JOB_MAX_ATTEMPTS", 3, minimum=1)
+DEFAULT_COLLECTION = env_str("RAGKG_DEFAULT_COLLECTION", "default")
+# The demo corpus `make run` loads (../shared/data beside the clone).
+DEMO_DATA_DIR = env_path("RAGKG_DEMO_DATA_DIR", BASE_DIR.parent / "shared" / "data", base=BASE_DIR)
 
 # --- health checks ------------------------------------------------------------------
 HEALTH_CHECK_TIMEOUT = env_float("HEALTH_CHECK_TIMEOUT", 3.0, minimum=0.1)

@@ -4,5 +4,6 @@ from django.urls import include, path
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("", include("apps.health.urls")),
+    path("", include("apps.ingest.urls")),
     path("", include("apps.core.urls")),
 ]

@@ -6,6 +6,8 @@ PY="$1"
 trap '"$PY" scripts/services.py down' EXIT
 trap 'exit 130' INT TERM
 "$PY" scripts/services.py up
+# The demo corpus (once; later runs find it loaded).
+"$PY" manage.py load_demo --wait || echo "the demo corpus was not loaded; the app runs without it"
 url="http://${WEB_HOST:-127.0.0.1}:${WEB_PORT:-8000}/"
 echo
 echo "ragkg is running at $url   (health: ${url}healthz; Ctrl-C stops it)"

@@ -36,3 +36,126 @@ SCHEMA_INDEXES: tuple[tuple[str, str], ...] = (
         "CREATE FULLTEXT INDEX entity_name_fulltext IF NOT EXISTS FOR (n:Entity) ON EACH [n.name, n.aliases_text]",
     ),
 )
+
+# --- ingestion: one document's graph, written in one transaction -------------------
+# Every statement takes a batch ($rows) so a document costs a fixed number of round trips.
+
+DOCUMENT_EXISTS = "MATCH (d:Document {id: $id}) RETURN d.id AS id"
+
+DOCUMENT_CREATE = """
+CREATE (d:Document {id: $id})
+SET d.title = $title, d.path = $path, d.mime = $mime, d.sha256 = $sha256,
+    d.collection = $collection, d.size = $size
+"""
+
+CHUNKS_CREATE = """
+MATCH (d:Document {id: $document_id})
+UNWIND $rows AS row
+CREATE (d)-[:HAS_CHUNK]->(c:Chunk {id: row.id})
+SET c.text = row.text, c.ord = row.ord, c.sha256 = row.sha256, c.start = row.start, c.end = row.end,
+    c.page = row.page, c.sentence_starts = row.sentence_starts, c.sentence_ends = row.sentence_ends,
+    c.document_id = $document_id
+"""
+
+CHUNKS_LINK_NEXT = """
+UNWIND $rows AS row
+MATCH (a:Chunk {id: row.source}), (b:Chunk {id: row.target})
+CREATE (a)-[:NEXT]->(b)
+"""
+
+IMAGES_CREATE = """
+MATCH (d:Document {id: $document_id})
+UNWIND $rows AS row
+CREATE (d)-[:HAS_IMAGE]->(i:Image {id: row.id})
+SET i.path = row.path, i.thumbnail = row.thumbnail, i.sha256 = row.sha256, i.width = row.width,
+    i.height = row.height, i.format = row.format, i.page = row.page, i.name = row.name,
+    i.text = row.text, i.document_id = $document_id
+"""
+
+TABLES_CREATE = """
+MATCH (d:Document {id: $document_id})
+UNWIND $rows AS row
+CREATE (d)-[:HAS_TABLE]->(t:Table {id: row.id})
+SET t.name = row.name, t.columns = row.columns, t.row_count = row.row_count, t.document_id = $document_id
+"""
+
+ROWS_CREATE = """
+UNWIND $rows AS row
+MATCH (t:Table {id: row.table_id})
+CREATE (t)-[:HAS_ROW]->(r:Row {id: row.id})
+SET r.idx = row.idx, r.cells = row.cells, r.text = row.text, r.document_id = t.document_id
+"""
+
+ENTITIES_MERGE = """
+UNWIND $rows AS row
+MERGE (e:Entity {id: row.id})
+ON CREATE SET e.name = row.name, e.type = row.type, e.aliases = [], e.documents = []
+SET e.aliases = e.aliases + [a IN row.aliases WHERE NOT a IN e.aliases],
+    e.documents = CASE WHEN $document_id IN e.documents THEN e.documents ELSE e.documents + $document_id END
+SET e.aliases_text = reduce(s = e.name, a IN e.aliases | s + ' ' + a)
+"""
+
+MENTION_SOURCE_LABELS = ("Chunk", "Row", "Image")
+
+
+def mentions_create(label: str) -> str:
+    """MENTIONS edges from units of one label (a fixed label keeps the id lookup indexed)."""
+    if label not in MENTION_SOURCE_LABELS:
+        raise ValueError(f"not a mention source label: {label!r}")
+    return f"""
+UNWIND $rows AS row
+MATCH (u:{label} {{id: row.unit}})
+MATCH (e:Entity {{id: row.entity}})
+CREATE (u)-[:MENTIONS {{start: row.start, end: row.end, sentence: row.sentence}}]->(e)
+"""
+
+
+RELATIONS_MERGE = """
+UNWIND $rows AS row
+MATCH (a:Entity {id: row.source}), (b:Entity {id: row.target})
+MERGE (a)-[r:RELATED {predicate: row.predicate}]->(b)
+ON CREATE SET r.evidence = [], r.documents = []
+SET r.evidence = r.evidence + [x IN row.evidence WHERE NOT x IN r.evidence],
+    r.documents = CASE WHEN $document_id IN r.documents THEN r.documents ELSE r.documents + $document_id END
+SET r.weight = size(r.evidence)
+"""
+
+# --- deletion: remove a document and exactly what only it supported ---------------------
+
+DOCUMENT_UNIT_IDS = """
+MATCH (d:Document {id: $document_id})
+OPTIONAL MATCH (d)-[:HAS_CHUNK|HAS_IMAGE]->(u)
+OPTIONAL MATCH (d)-[:HAS_TABLE]->(:Table)-[:HAS_ROW]->(r:Row)
+RETURN d.id AS id, collect(DISTINCT u.id) + collect(DISTINCT r.id) AS units
+"""
+
+DOCUMENT_RELATIONS_RELEASE = """
+MATCH (d:Document {id: $document_id})
+MATCH (d)-[:HAS_CHUNK|HAS_IMAGE|HAS_TABLE|HAS_ROW*1..2]->()-[:MENTIONS]->(e:Entity)
+WITH DISTINCT e
+MATCH (e)-[r:RELATED]-()
+WHERE $document_id IN r.documents
+WITH DISTINCT r
+SET r.documents = [x IN r.documents WHERE x <> $document_id],
+    r.evidence = [x IN r.evidence WHERE NOT x IN $units]
+SET r.weight = size(r.evidence)
+WITH r WHERE size(r.documents) = 0
+DELETE r
+"""
+
+DOCUMENT_ENTITIES_RELEASE = """
+MATCH (d:Document {id: $document_id})
+MATCH (d)-[:HAS_CHUNK|HAS_IMAGE|HAS_TABLE|HAS_ROW*1..2]->()-[:MENTIONS]->(e:Entity)
+WITH DISTINCT e
+SET e.documents = [x IN e.documents WHERE x <> $document_id]
+WITH e WHERE size(e.documents) = 0
+DETACH DELETE e
+"""
+
+DOCUMENT_DELETE = """
+MATCH (d:Document {id: $document_id})
+OPTIONAL MATCH (d)-[:HAS_CHUNK|HAS_IMAGE|HAS_TABLE|HAS_ROW*1..2]->(part)
+WITH d, collect(DISTINCT part) AS parts
+FOREACH (p IN parts | DETACH DELETE p)
+DETACH DELETE d
+"""

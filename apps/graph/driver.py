@@ -38,6 +38,7 @@ def get_driver() -> Driver:
             connection_timeout=settings.NEO4J_CONNECTION_TIMEOUT,
             connection_acquisition_timeout=settings.NEO4J_CONNECTION_TIMEOUT * 2,
             max_transaction_retry_time=settings.NEO4J_MAX_RETRY_TIME,
+            notifications_min_severity="OFF",
         )
         _driver_key = key
         logger.debug("neo4j driver opened for %s", key[0])

@@ -1,0 +1,7 @@
+from django.apps import AppConfig
+
+
+class IngestConfig(AppConfig):
+    name = "apps.ingest"
+    label = "ingest"
+    verbose_name = "Ingestion"

@@ -1,0 +1,24 @@
+"""Read-only views of ingestion state."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from apps.ingest.models import IngestJob
+
+
+def job_summary(*, job: IngestJob) -> dict[str, Any]:
+    """The job as the JSON that `manage.py ingest --json` prints."""
+    return {
+        "id": str(job.id),
+        "collection": job.collection,
+        "state": job.state,
+        "stage": job.stage,
+        "percent": job.percent,
+        "counts": job.counts,
+        "results": job.results,
+        "error": job.error,
+        "attempts": job.attempts,
+        "created_at": job.created_at.isoformat(),
+        "finished_at": job.finished_at.isoformat() if job.finished_at else None,
+    }

@@ -1,0 +1,38 @@
+"""Thin Celery tasks for ingestion; the work is in apps.ingest.services."""
+
+from __future__ import annotations
+
+import logging
+
+import neo4j.exceptions
+from celery import Task, shared_task
+
+from apps.graph.driver import get_driver
+from apps.ingest.services import default_extractor, job_claim, job_fail, job_run
+
+logger = logging.getLogger(__name__)
+
+TRANSIENT = (neo4j.exceptions.ServiceUnavailable, neo4j.exceptions.SessionExpired, neo4j.exceptions.TransientError)
+
+
+@shared_task(name="ingest.run_job", bind=True, max_retries=5)
+def run_ingest_job(self: Task, job_id: str) -> str:  # type: ignore[type-arg]
+    """Run an ingestion job; a duplicate delivery of a finished job does nothing."""
+    if not job_claim(job_id=job_id):
+        return "skipped"
+    try:
+        job = job_run(job_id=job_id, driver=get_driver(), extractor=default_extractor())
+    except TRANSIENT as exc:
+        if self.request.retries < (self.max_retries or 0):
+            logger.warning("ingest job %s: %s; retrying", job_id, exc)
+            from apps.ingest.models import IngestJob
+
+            IngestJob.objects.filter(id=job_id).update(state=IngestJob.QUEUED, stage="waiting for Neo4j")
+            raise self.retry(exc=exc, countdown=min(60, 2 ** (self.request.retries + 1))) from exc
+        job_fail(job_id=job_id, error=f"Neo4j unavailable: {exc}")
+        return "failed"
+    except Exception as exc:
+        logger.exception("ingest job %s crashed", job_id)
+        job_fail(job_id=job_id, error=f"internal error: {type(exc).__name__}: {exc}")
+        return "failed"
+    return job.state

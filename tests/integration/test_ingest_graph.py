@@ -1,0 +1,237 @@
+"""Ingestion into the real Neo4j: structure, identity, replacement, deletion, atomicity."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.conf import settings
+from neo4j import Driver
+from PIL import Image
+from pytest_django.fixtures import Settings
+
+from apps.graph import cypher
+from apps.ingest.models import Document
+from apps.ingest.services import CREATED, FAILED, REPLACED, UNCHANGED, default_extractor, upload_ingest
+
+pytestmark = [pytest.mark.integration, pytest.mark.django_db]
+
+ADA = (
+    "Ada Lovelace worked with Charles Babbage in London. "
+    "Charles Babbage designed the Analytical Engine. "
+    "Lovelace published the first algorithm in 1843."
+)
+BABBAGE = "Charles Babbage was born in London. He taught at Cambridge University."
+
+
+@pytest.fixture
+def media(tmp_path: Path, settings: Settings) -> Path:
+    settings.MEDIA_ROOT = tmp_path / "media"
+    return Path(settings.MEDIA_ROOT)
+
+
+def ingest(driver: Driver, name: str, data: bytes, collection: str = "test") -> list[Any]:
+    return upload_ingest(driver=driver, name=name, data=data, collection=collection, extractor=default_extractor())
+
+
+def query(driver: Driver, statement: str, **params: Any) -> list[dict[str, Any]]:
+    records, _, _ = driver.execute_query(statement, params, database_=settings.NEO4J_DATABASE)
+    return [record.data() for record in records]
+
+
+def snapshot(driver: Driver) -> tuple[int, int]:
+    nodes = query(driver, "MATCH (n) RETURN count(n) AS n")[0]["n"]
+    edges = query(driver, "MATCH ()-[r]->() RETURN count(r) AS n")[0]["n"]
+    return nodes, edges
+
+
+def entity(driver: Driver, name: str) -> dict[str, Any] | None:
+    rows = query(driver, "MATCH (e:Entity) WHERE e.name = $name RETURN e {.*} AS e", name=name)
+    return rows[0]["e"] if rows else None
+
+
+def test_text_document_becomes_chunks_entities_and_relations(empty_graph: Driver) -> None:
+    [outcome] = ingest(empty_graph, "ada.txt", ADA.encode())
+    assert outcome.status == CREATED
+    assert outcome.counts["chunks"] == 1
+    chunk = query(
+        empty_graph, "MATCH (:Document {id: $id})-[:HAS_CHUNK]->(c) RETURN c {.*} AS c", id=outcome.document_id
+    )[0]["c"]
+    assert chunk["text"] == ADA
+    sentences = [chunk["text"][s:e] for s, e in zip(chunk["sentence_starts"], chunk["sentence_ends"], strict=True)]
+    assert sentences[1] == "Charles Babbage designed the Analytical Engine."
+    babbage = entity(empty_graph, "Charles Babbage")
+    assert babbage is not None and babbage["type"] == "PERSON"
+    assert babbage["documents"] == [outcome.document_id]
+    mention = query(
+        empty_graph, "MATCH (c:Chunk)-[m:MENTIONS]->(:Entity {name: 'Charles Babbage'}) RETURN m.start AS s, m.end AS e"
+    )
+    assert {ADA[row["s"] : row["e"]] for row in mention} == {"Charles Babbage"}
+    related = query(
+        empty_graph, "MATCH (:Entity {name: 'Charles Babbage'})-[r:RELATED]-(o) RETURN o.name AS o, r {.*} AS r"
+    )
+    assert {row["o"] for row in related} >= {"London"}
+    assert all(row["r"]["evidence"] == [chunk["id"]] for row in related)
+
+
+def test_same_bytes_again_is_a_no_op(empty_graph: Driver) -> None:
+    ingest(empty_graph, "ada.txt", ADA.encode())
+    before = snapshot(empty_graph)
+    [again] = ingest(empty_graph, "copy-of-ada.txt", ADA.encode())
+    assert again.status == UNCHANGED
+    assert snapshot(empty_graph) == before
+
+
+def test_changed_file_under_the_same_path_replaces_the_old_version(empty_graph: Driver) -> None:
+    [first] = ingest(empty_graph, "notes.txt", ADA.encode())
+    [second] = ingest(empty_graph, "notes.txt", BABBAGE.encode())
+    assert second.status == REPLACED
+    ids = {row["id"] for row in query(empty_graph, "MATCH (d:Document) RETURN d.id AS id")}
+    assert ids == {second.document_id}
+    assert entity(empty_graph, "Ada Lovelace") is None
+    assert list(Document.objects.values_list("id", flat=True)) == [second.document_id]
+    assert first.document_id != second.document_id
+
+
+def test_delete_removes_exactly_what_only_that_document_supported(empty_graph: Driver) -> None:
+    from apps.ingest.services import document_delete
+
+    [ada] = ingest(empty_graph, "ada.txt", ADA.encode())
+    [babbage] = ingest(empty_graph, "babbage.txt", BABBAGE.encode())
+    shared = entity(empty_graph, "Charles Babbage")
+    assert shared is not None and set(shared["documents"]) == {ada.document_id, babbage.document_id}
+
+    assert document_delete(driver=empty_graph, document_id=ada.document_id)
+
+    assert entity(empty_graph, "Ada Lovelace") is None  # only ada.txt mentioned her
+    assert entity(empty_graph, "Analytical Engine") is None
+    kept = entity(empty_graph, "Charles Babbage")
+    assert kept is not None and kept["documents"] == [babbage.document_id]
+    london = entity(empty_graph, "London")
+    assert london is not None and london["documents"] == [babbage.document_id]
+    relations = query(empty_graph, "MATCH ()-[r:RELATED]->() RETURN r.documents AS d, r.evidence AS ev, r.weight AS w")
+    assert relations and all(row["d"] == [babbage.document_id] for row in relations)
+    assert all(row["w"] == len(row["ev"]) for row in relations)
+    leftovers = query(empty_graph, "MATCH (n) WHERE n.document_id = $id RETURN count(n) AS n", id=ada.document_id)
+    assert leftovers[0]["n"] == 0
+    assert not Document.objects.filter(id=ada.document_id).exists()
+    # and babbage.txt is whole
+    assert (
+        query(
+            empty_graph, "MATCH (:Document {id: $id})-[:HAS_CHUNK]->(c) RETURN count(c) AS n", id=babbage.document_id
+        )[0]["n"]
+        == 1
+    )
+
+
+def test_table_rows_are_nodes_with_cells_and_text(empty_graph: Driver) -> None:
+    data = b"name,city,year\nAda Lovelace,London,1843\nAlan Turing,Manchester,1950\n"
+    [outcome] = ingest(empty_graph, "people.csv", data)
+    assert outcome.status == CREATED and outcome.counts["rows"] == 2
+    rows = query(
+        empty_graph,
+        "MATCH (:Document {id: $id})-[:HAS_TABLE]->(t)-[:HAS_ROW]->(r) "
+        "RETURN t.columns AS cols, r {.*} AS r ORDER BY r.idx",
+        id=outcome.document_id,
+    )
+    assert rows[0]["cols"] == ["name", "city", "year"]
+    assert rows[1]["r"]["cells"] == ["Alan Turing", "Manchester", "1950"]
+    assert "city: Manchester" in rows[1]["r"]["text"]
+    turing = query(empty_graph, "MATCH (:Row)-[:MENTIONS]->(e:Entity) RETURN collect(e.name) AS names")[0]["names"]
+    assert "Alan Turing" in turing
+
+
+def test_image_node_with_thumbnail(empty_graph: Driver, media: Path) -> None:
+    buffer = io.BytesIO()
+    Image.new("RGB", (640, 480), (200, 30, 30)).save(buffer, format="PNG")
+    [outcome] = ingest(empty_graph, "red.png", buffer.getvalue())
+    assert outcome.status == CREATED and outcome.counts["images"] == 1
+    image = query(
+        empty_graph, "MATCH (:Document {id: $id})-[:HAS_IMAGE]->(i) RETURN i {.*} AS i", id=outcome.document_id
+    )[0]["i"]
+    assert (image["width"], image["height"], image["format"]) == (640, 480, "PNG")
+    with Image.open(media / image["thumbnail"]) as thumb:
+        assert max(thumb.size) == 256
+    assert (media / image["path"]).read_bytes() == buffer.getvalue()
+
+
+def test_a_failure_mid_write_leaves_no_partial_document(empty_graph: Driver, monkeypatch: pytest.MonkeyPatch) -> None:
+    ingest(empty_graph, "babbage.txt", BABBAGE.encode(), collection="other")
+    before = snapshot(empty_graph)
+    # The last statement of a document's write fails, as a crash mid-write would.
+    monkeypatch.setattr(cypher, "RELATIONS_MERGE", "THIS IS NOT CYPHER")
+    with pytest.raises(Exception, match="Invalid input"):
+        ingest(empty_graph, "ada.txt", ADA.encode())
+    assert snapshot(empty_graph) == before
+    assert not Document.objects.filter(path="ada.txt").exists()
+
+
+@pytest.mark.parametrize(
+    ("name", "data", "code"),
+    [
+        ("notes.exe", b"MZ\x90\x00", "unsupported_type"),
+        ("empty.txt", b"", "empty_file"),
+        ("broken.pdf", b"%PDF-1.4\n this is not a pdf", "corrupt_file"),
+        ("broken.png", b"\x89PNG\r\n\x1a\n" + b"\x00" * 40, "corrupt_file"),
+        ("ragged.csv", b"a,b,c\n1,2,3\n4,5\n", "ragged_table"),
+    ],
+)
+def test_bad_input_fails_clearly_and_leaves_the_graph_intact(
+    empty_graph: Driver, name: str, data: bytes, code: str
+) -> None:
+    ingest(empty_graph, "babbage.txt", BABBAGE.encode())
+    before = snapshot(empty_graph)
+    [outcome] = ingest(empty_graph, name, data)
+    assert outcome.status == FAILED
+    assert outcome.error_code == code
+    assert outcome.error
+    assert snapshot(empty_graph) == before
+
+
+def zip_of(members: dict[str, bytes]) -> bytes:
+    import zipfile
+
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        for member, content in members.items():
+            archive.writestr(member, content)
+    return buffer.getvalue()
+
+
+def png_of(width: int, height: int) -> bytes:
+    buffer = io.BytesIO()
+    Image.new("L", (width, height)).save(buffer, format="PNG")
+    return buffer.getvalue()
+
+
+@pytest.mark.parametrize(
+    ("name", "make_data", "code"),
+    [
+        ("big.txt", lambda: b"word " * 1000, "too_large"),
+        ("huge.png", lambda: png_of(1000, 1000), "image_too_many_pixels"),
+        ("slip.zip", lambda: zip_of({"ok.txt": b"fine", "../../etc/evil.txt": b"evil"}), "unsafe_archive_path"),
+        ("many.zip", lambda: zip_of({f"f{n}.txt": b"Alan Turing" for n in range(30)}), "too_many_members"),
+    ],
+)
+def test_limits_are_enforced_and_nothing_is_written(
+    empty_graph: Driver, settings: Settings, name: str, make_data: Any, code: str
+) -> None:
+    settings.INGEST_MAX_FILE_BYTES = 4000
+    settings.INGEST_MAX_IMAGE_PIXELS = 500_000
+    settings.INGEST_MAX_ZIP_MEMBERS = 20
+    ingest(empty_graph, "babbage.txt", BABBAGE.encode())
+    before = snapshot(empty_graph)
+    [outcome] = ingest(empty_graph, name, make_data())
+    assert (outcome.status, outcome.error_code) == (FAILED, code)
+    assert snapshot(empty_graph) == before
+
+
+def test_zip_members_keep_their_paths(empty_graph: Driver) -> None:
+    outcomes = ingest(
+        empty_graph, "bundle.zip", zip_of({"docs/ada.txt": ADA.encode(), "data/people.csv": b"name\nAlan Turing\n"})
+    )
+    assert sorted((o.path, o.status) for o in outcomes) == [("data/people.csv", CREATED), ("docs/ada.txt", CREATED)]
+    paths = {row["p"] for row in query(empty_graph, "MATCH (d:Document) RETURN d.path AS p")}
+    assert paths == {"docs/ada.txt", "data/people.csv"}
