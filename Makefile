@@ -13,14 +13,14 @@ WITH_ENV := bash scripts/with-env.sh
 # and state under var/test, so it never touches a running development stack.
 LINT_ENV := DJANGO_DEBUG=1 DJANGO_SECRET_KEY=lint
 
-.PHONY: help setup run up down status doctor migrate graph-schema test test-unit lint format
+.PHONY: help setup run up down status doctor migrate graph-schema test test-unit lint format bench-ingest
 
 help:
 	@echo "make run      set up this machine, start everything, serve http://127.0.0.1:8000"
 	@echo "make test     run the whole test suite (lint, unit and integration, real services)"
 	@echo "make up       start Neo4j, Redis, the Celery worker and the web server in the background"
 	@echo "make down     stop exactly what 'make up' started"
-	@echo "make status | doctor | migrate | graph-schema | lint | format"
+	@echo "make status | doctor | migrate | graph-schema | lint | format | bench-ingest"
 
 setup:
 	@RAGKG_VENV="$(VENV)" bash scripts/bootstrap.sh
@@ -46,6 +46,16 @@ migrate: setup
 
 graph-schema:
 	@$(WITH_ENV) $(PY) manage.py graph_schema
+
+# Benchmarks run against a private Neo4j (state under var/bench, port 27687), wiped first.
+BENCH_ENV := RAGKG_STATE_DIR=var/bench DJANGO_DEBUG=1 DATABASE_URL= NEO4J_URI=bolt://127.0.0.1:27687 \
+	NEO4J_PASSWORD=ragkg-bench-password REDIS_URL=redis://127.0.0.1:26379/0 RAGKG_MANAGED_SERVICES=neo4j
+
+bench-ingest: setup
+	rm -rf var/bench && mkdir -p var/bench
+	env $(BENCH_ENV) $(SERVICES) up neo4j
+	env $(BENCH_ENV) $(PY) manage.py migrate -v 0
+	env $(BENCH_ENV) $(PY) benchmarks/ingest_throughput.py $(BENCH_ARGS); rc=$$?; env $(BENCH_ENV) $(SERVICES) down; exit $$rc
 
 lint:
 	$(VENV)/bin/ruff check .

@@ -29,6 +29,7 @@ from apps.ingest.graph_build import add_knowledge, build_structure, document_id
 from apps.ingest.media import image_store
 from apps.ingest.models import Document, IngestJob
 from apps.ingest.parsing import parse_upload
+from apps.ingest.timing import StageTimer
 from apps.ingest.types import IngestError, Limits, ParsedDocument
 
 logger = logging.getLogger(__name__)
@@ -63,7 +64,12 @@ def ingest_limits() -> Limits:
 
 
 def document_ingest(
-    *, driver: Driver, parsed: ParsedDocument, collection: str, extractor: EntityExtractor
+    *,
+    driver: Driver,
+    parsed: ParsedDocument,
+    collection: str,
+    extractor: EntityExtractor,
+    timer: StageTimer | None = None,
 ) -> FileOutcome:
     """Put one parsed document into the graph; a no-op when its bytes are already there."""
     doc_id = document_id(collection=collection, sha256=parsed.sha256)
@@ -72,14 +78,20 @@ def document_ingest(
         return FileOutcome(parsed.path, UNCHANGED, doc_id, existing.counts)
     previous = Document.objects.filter(collection=collection, path=parsed.path).exclude(id=doc_id).first()
 
-    chunks = chunk_text(
-        parsed.text, size=settings.INGEST_CHUNK_SIZE, overlap=settings.INGEST_CHUNK_OVERLAP, pages=parsed.pages
-    )
-    images = [image_store(image=image, document_id=doc_id) for image in parsed.images]
+    timer = timer or StageTimer()
+    with timer.stage("chunk"):
+        chunks = chunk_text(
+            parsed.text, size=settings.INGEST_CHUNK_SIZE, overlap=settings.INGEST_CHUNK_OVERLAP, pages=parsed.pages
+        )
+    with timer.stage("images"):
+        images = [image_store(image=image, document_id=doc_id) for image in parsed.images]
     graph, units = build_structure(parsed=parsed, collection=collection, chunks=chunks, images=images)
-    add_knowledge(graph=graph, units=units, extractions=extractor.extract([unit.text for unit in units]))
+    with timer.stage("ner"):
+        extractions = extractor.extract([unit.text for unit in units])
+    add_knowledge(graph=graph, units=units, extractions=extractions)
     replaces = [previous.id] if previous is not None else []
-    document_graph_write(driver=driver, graph=graph, replaces=replaces)
+    with timer.stage("graph_write"):
+        document_graph_write(driver=driver, graph=graph, replaces=replaces)
 
     counts = graph.counts()
     with transaction.atomic():
@@ -101,21 +113,31 @@ def document_ingest(
 
 
 def upload_ingest(
-    *, driver: Driver, name: str, data: bytes, collection: str, extractor: EntityExtractor
+    *,
+    driver: Driver,
+    name: str,
+    data: bytes,
+    collection: str,
+    extractor: EntityExtractor,
+    timer: StageTimer | None = None,
 ) -> list[FileOutcome]:
     """Parse one upload (a zip may hold many documents) and ingest each document.
 
     Bad input becomes a ``failed`` outcome with a specific error; documents
     already written stay, and nothing else in the graph is touched.
     """
+    timer = timer or StageTimer()
     try:
-        parsed_documents = parse_upload(name=name, data=data, limits=ingest_limits())
+        with timer.stage("parse"):
+            parsed_documents = parse_upload(name=name, data=data, limits=ingest_limits())
     except IngestError as exc:
         return [FileOutcome(name, FAILED, error_code=exc.code, error=exc.message)]
     outcomes = []
     for parsed in parsed_documents:
         try:
-            outcomes.append(document_ingest(driver=driver, parsed=parsed, collection=collection, extractor=extractor))
+            outcomes.append(
+                document_ingest(driver=driver, parsed=parsed, collection=collection, extractor=extractor, timer=timer)
+            )
         except IngestError as exc:
             outcomes.append(FileOutcome(parsed.path, FAILED, error_code=exc.code, error=exc.message))
     return outcomes

@@ -1,0 +1,94 @@
+"""Ingestion throughput on ../shared/data, by stage, with peak memory.
+
+    make bench-ingest            (a private Neo4j under var/bench, started and stopped around the run)
+
+Writes benchmarks/results/ingest_throughput.json and prints a table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import resource
+import sys
+import time
+from collections.abc import Iterable
+from pathlib import Path
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(BASE_DIR))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "ragkg.settings")
+
+import django  # noqa: E402
+
+django.setup()
+
+from django.conf import settings  # noqa: E402
+
+from apps.graph.driver import get_driver  # noqa: E402
+from apps.graph.schema import graph_schema_apply  # noqa: E402
+from apps.ingest import corpora  # noqa: E402
+from apps.ingest.services import FAILED, default_extractor, upload_ingest  # noqa: E402
+from apps.ingest.timing import StageTimer  # noqa: E402
+
+
+def run(name: str, files: Iterable[tuple[str, bytes]], unit: str) -> dict[str, object]:
+    driver, extractor, timer = get_driver(), default_extractor(), StageTimer()
+    documents = failures = units = 0
+    started = time.perf_counter()
+    for file_name, data in files:
+        for outcome in upload_ingest(
+            driver=driver, name=file_name, data=data, collection=f"bench-{name}", extractor=extractor, timer=timer
+        ):
+            documents += 1
+            failures += outcome.status == FAILED
+            units += outcome.counts.get(unit, 0)
+    elapsed = time.perf_counter() - started
+    return {
+        "corpus": name,
+        "documents": documents,
+        "failures": failures,
+        unit: units,
+        "seconds": round(elapsed, 2),
+        "documents_per_second": round(documents / elapsed, 1),
+        f"{unit}_per_second": round(units / elapsed, 1),
+        "stage_seconds": {stage: round(value, 2) for stage, value in sorted(timer.seconds.items())},
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--passages", type=int, default=None, help="only the first N 2Wiki passages")
+    parser.add_argument("--out", default=str(BASE_DIR / "benchmarks/results/ingest_throughput.json"))
+    args = parser.parse_args()
+    data_dir = Path(settings.DEMO_DATA_DIR)
+    graph_schema_apply(driver=get_driver())
+    default_extractor().extract(["Warm up the model."])
+    passages = list(corpora.twowiki_passages(data_dir))[: args.passages]
+    tables = [(name, data) for name, data in corpora.table_files(data_dir) if "/wtq/" in name]
+    results = [
+        run("2wikimultihopqa", passages, "chunks"),
+        run("wikitablequestions", tables, "rows"),
+        run("images", corpora.image_files(data_dir), "images"),
+    ]
+    report = {
+        "benchmark": "ingest_throughput",
+        "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, {platform.python_version()}",
+        "extractor": default_extractor().name,
+        "chunk_size": settings.INGEST_CHUNK_SIZE,
+        "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+        "results": results,
+    }
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(report, indent=2) + "\n")
+    for row in results:
+        print(json.dumps(row))
+    print(f"peak RSS {report['peak_rss_mib']} MiB; written to {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
