@@ -21,17 +21,17 @@ BASE_DIR = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(BASE_DIR))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "ragkg.settings")
 
-import django  # noqa: E402
+import django
 
 django.setup()
 
-from django.conf import settings  # noqa: E402
+from django.conf import settings
 
-from apps.graph.driver import get_driver  # noqa: E402
-from apps.graph.schema import graph_schema_apply  # noqa: E402
-from apps.ingest import corpora  # noqa: E402
-from apps.ingest.services import FAILED, default_extractor, upload_ingest  # noqa: E402
-from apps.ingest.timing import StageTimer  # noqa: E402
+from apps.graph.driver import get_driver
+from apps.graph.schema import graph_schema_apply
+from apps.ingest import corpora
+from apps.ingest.services import FAILED, default_extractor, upload_ingest
+from apps.ingest.timing import StageTimer
 
 
 def run(name: str, files: Iterable[tuple[str, bytes]], unit: str) -> dict[str, object]:
