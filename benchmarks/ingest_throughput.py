@@ -30,21 +30,19 @@ from django.conf import settings
 from apps.graph.driver import get_driver
 from apps.graph.schema import graph_schema_apply
 from apps.ingest import corpora
-from apps.ingest.services import FAILED, default_extractor, upload_ingest
+from apps.ingest.services import FAILED, default_extractor, uploads_ingest
 from apps.ingest.timing import StageTimer
 
 
 def run(name: str, files: Iterable[tuple[str, bytes]], unit: str) -> dict[str, object]:
     driver, extractor, timer = get_driver(), default_extractor(), StageTimer()
-    documents = failures = units = 0
     started = time.perf_counter()
-    for file_name, data in files:
-        for outcome in upload_ingest(
-            driver=driver, name=file_name, data=data, collection=f"bench-{name}", extractor=extractor, timer=timer
-        ):
-            documents += 1
-            failures += outcome.status == FAILED
-            units += outcome.counts.get(unit, 0)
+    outcomes = uploads_ingest(
+        driver=driver, uploads=files, collection=f"bench-{name}", extractor=extractor, timer=timer
+    )
+    documents = len(outcomes)
+    failures = sum(outcome.status == FAILED for outcome in outcomes)
+    units = sum(outcome.counts.get(unit, 0) for outcome in outcomes)
     elapsed = time.perf_counter() - started
     return {
         "corpus": name,
@@ -78,6 +76,7 @@ def main() -> int:
         "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, {platform.python_version()}",
         "extractor": default_extractor().name,
         "chunk_size": settings.INGEST_CHUNK_SIZE,
+        "batch_size": settings.INGEST_BATCH_SIZE,
         "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
         "results": results,
     }

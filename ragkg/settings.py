@@ -195,6 +195,8 @@ INGEST_MAX_ZIP_MEMBERS = env_int("INGEST_MAX_ZIP_MEMBERS", 2000, minimum=1)
 INGEST_MAX_ZIP_BYTES = env_int("INGEST_MAX_ZIP_BYTES", 500 * 1024 * 1024, minimum=1)
 INGEST_MAX_TABLE_ROWS = env_int("INGEST_MAX_TABLE_ROWS", 200_000, minimum=1)
 # A job whose worker died is retried this many times in all, then marked failed.
+# Documents parsed, analysed and written to the graph together (one Neo4j transaction).
+INGEST_BATCH_SIZE = env_int("INGEST_BATCH_SIZE", 64, minimum=1)
 INGEST_JOB_MAX_ATTEMPTS = env_int("INGEST_JOB_MAX_ATTEMPTS", 3, minimum=1)
 DEFAULT_COLLECTION = env_str("RAGKG_DEFAULT_COLLECTION", "default")
 # The demo corpus `make run` loads (../shared/data beside the clone).

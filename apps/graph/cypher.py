@@ -37,24 +37,26 @@ SCHEMA_INDEXES: tuple[tuple[str, str], ...] = (
     ),
 )
 
-# --- ingestion: one document's graph, written in one transaction -------------------
-# Every statement takes a batch ($rows) so a document costs a fixed number of round trips.
+# --- ingestion: the subgraphs of a batch of documents, written in one transaction -------
+# Every statement takes a batch ($rows, each row naming its document), so a batch of documents
+# costs a fixed number of round trips.
 
-DOCUMENT_EXISTS = "MATCH (d:Document {id: $id}) RETURN d.id AS id"
+DOCUMENTS_EXISTING = "UNWIND $ids AS id MATCH (d:Document {id: id}) RETURN collect(d.id) AS ids"
 
-DOCUMENT_CREATE = """
-CREATE (d:Document {id: $id})
-SET d.title = $title, d.path = $path, d.mime = $mime, d.sha256 = $sha256,
-    d.collection = $collection, d.size = $size
+DOCUMENTS_CREATE = """
+UNWIND $rows AS row
+CREATE (d:Document {id: row.id})
+SET d.title = row.title, d.path = row.path, d.mime = row.mime, d.sha256 = row.sha256,
+    d.collection = row.collection, d.size = row.size
 """
 
 CHUNKS_CREATE = """
-MATCH (d:Document {id: $document_id})
 UNWIND $rows AS row
+MATCH (d:Document {id: row.document_id})
 CREATE (d)-[:HAS_CHUNK]->(c:Chunk {id: row.id})
 SET c.text = row.text, c.ord = row.ord, c.sha256 = row.sha256, c.start = row.start, c.end = row.end,
     c.page = row.page, c.sentence_starts = row.sentence_starts, c.sentence_ends = row.sentence_ends,
-    c.document_id = $document_id
+    c.document_id = row.document_id
 """
 
 CHUNKS_LINK_NEXT = """
@@ -64,26 +66,26 @@ CREATE (a)-[:NEXT]->(b)
 """
 
 IMAGES_CREATE = """
-MATCH (d:Document {id: $document_id})
 UNWIND $rows AS row
+MATCH (d:Document {id: row.document_id})
 CREATE (d)-[:HAS_IMAGE]->(i:Image {id: row.id})
 SET i.path = row.path, i.thumbnail = row.thumbnail, i.sha256 = row.sha256, i.width = row.width,
     i.height = row.height, i.format = row.format, i.page = row.page, i.name = row.name,
-    i.text = row.text, i.document_id = $document_id
+    i.text = row.text, i.document_id = row.document_id
 """
 
 TABLES_CREATE = """
-MATCH (d:Document {id: $document_id})
 UNWIND $rows AS row
+MATCH (d:Document {id: row.document_id})
 CREATE (d)-[:HAS_TABLE]->(t:Table {id: row.id})
-SET t.name = row.name, t.columns = row.columns, t.row_count = row.row_count, t.document_id = $document_id
+SET t.name = row.name, t.columns = row.columns, t.row_count = row.row_count, t.document_id = row.document_id
 """
 
 ROWS_CREATE = """
 UNWIND $rows AS row
 MATCH (t:Table {id: row.table_id})
 CREATE (t)-[:HAS_ROW]->(r:Row {id: row.id})
-SET r.idx = row.idx, r.cells = row.cells, r.text = row.text, r.document_id = t.document_id
+SET r.idx = row.idx, r.cells = row.cells, r.text = row.text, r.document_id = row.document_id
 """
 
 ENTITIES_MERGE = """
@@ -91,7 +93,7 @@ UNWIND $rows AS row
 MERGE (e:Entity {id: row.id})
 ON CREATE SET e.name = row.name, e.type = row.type, e.aliases = [], e.documents = []
 SET e.aliases = e.aliases + [a IN row.aliases WHERE NOT a IN e.aliases],
-    e.documents = CASE WHEN $document_id IN e.documents THEN e.documents ELSE e.documents + $document_id END
+    e.documents = CASE WHEN row.document_id IN e.documents THEN e.documents ELSE e.documents + row.document_id END
 SET e.aliases_text = reduce(s = e.name, a IN e.aliases | s + ' ' + a)
 """
 
@@ -116,7 +118,7 @@ MATCH (a:Entity {id: row.source}), (b:Entity {id: row.target})
 MERGE (a)-[r:RELATED {predicate: row.predicate}]->(b)
 ON CREATE SET r.evidence = [], r.documents = []
 SET r.evidence = r.evidence + [x IN row.evidence WHERE NOT x IN r.evidence],
-    r.documents = CASE WHEN $document_id IN r.documents THEN r.documents ELSE r.documents + $document_id END
+    r.documents = CASE WHEN row.document_id IN r.documents THEN r.documents ELSE r.documents + row.document_id END
 SET r.weight = size(r.evidence)
 """
 

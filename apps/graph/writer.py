@@ -1,13 +1,15 @@
-"""Write or delete one document's subgraph, each in a single Neo4j transaction.
+"""Write or delete documents' subgraphs, each call in a single Neo4j transaction.
 
-A failure anywhere rolls the whole transaction back, so a document is either
-fully in the graph or not at all, and no other document is touched.
+A failure anywhere rolls the whole transaction back, so the documents of a
+call are either fully in the graph or not at all, and no other document is
+touched. Callers that need all-or-nothing *per document* retry a failed batch
+one document at a time.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Protocol
 
 from django.conf import settings
 from neo4j import Driver, ManagedTransaction
@@ -15,6 +17,20 @@ from neo4j import Driver, ManagedTransaction
 from apps.graph import cypher
 
 Row = Mapping[str, Any]
+
+
+class DocumentRows(Protocol):
+    """One document's graph as batches of rows (see apps.ingest.graph_build)."""
+
+    document: dict[str, Any]
+    chunks: list[dict[str, Any]]
+    next_links: list[dict[str, Any]]
+    images: list[dict[str, Any]]
+    tables: list[dict[str, Any]]
+    rows: list[dict[str, Any]]
+    entities: list[dict[str, Any]]
+    mentions: dict[str, list[dict[str, Any]]]
+    relations: list[dict[str, Any]]
 
 
 def _run(tx: ManagedTransaction, statement: str, **params: Any) -> None:
@@ -32,32 +48,38 @@ def _delete(tx: ManagedTransaction, document_id: str) -> bool:
     return True
 
 
-def _write(tx: ManagedTransaction, graph: Any) -> None:
-    doc_id = graph.document["id"]
-    _run(tx, cypher.DOCUMENT_CREATE, **graph.document)
-    batches: Sequence[tuple[str, Sequence[Row]]] = (
-        (cypher.CHUNKS_CREATE, graph.chunks),
-        (cypher.CHUNKS_LINK_NEXT, graph.next_links),
-        (cypher.IMAGES_CREATE, graph.images),
-        (cypher.TABLES_CREATE, graph.tables),
-        (cypher.ROWS_CREATE, graph.rows),
-        (cypher.ENTITIES_MERGE, graph.entities),
-        *((cypher.mentions_create(label), rows) for label, rows in graph.mentions.items()),
-        (cypher.RELATIONS_MERGE, graph.relations),
-    )
+def _concat(lists: Iterable[list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    return [row for rows in lists for row in rows]
+
+
+def _write(tx: ManagedTransaction, graphs: Sequence[DocumentRows]) -> None:
+    labels = sorted({label for graph in graphs for label in graph.mentions})
+    batches: list[tuple[str, list[dict[str, Any]]]] = [
+        (cypher.DOCUMENTS_CREATE, [dict(graph.document) for graph in graphs]),
+        (cypher.CHUNKS_CREATE, _concat(graph.chunks for graph in graphs)),
+        (cypher.CHUNKS_LINK_NEXT, _concat(graph.next_links for graph in graphs)),
+        (cypher.IMAGES_CREATE, _concat(graph.images for graph in graphs)),
+        (cypher.TABLES_CREATE, _concat(graph.tables for graph in graphs)),
+        (cypher.ROWS_CREATE, _concat(graph.rows for graph in graphs)),
+        (cypher.ENTITIES_MERGE, _concat(graph.entities for graph in graphs)),
+        *(
+            (cypher.mentions_create(label), _concat(graph.mentions.get(label, []) for graph in graphs))
+            for label in labels
+        ),
+        (cypher.RELATIONS_MERGE, _concat(graph.relations for graph in graphs)),
+    ]
     for statement, rows in batches:
         if rows:
-            _run(tx, statement, rows=list(rows), document_id=doc_id)
+            _run(tx, statement, rows=rows)
 
 
-def document_graph_write(*, driver: Driver, graph: Any, replaces: Sequence[str] = ()) -> None:
-    """Create the document's subgraph, after removing ``replaces`` (older versions
-    of it) and any earlier partial copy under the same id, all in one transaction."""
+def documents_graph_write(*, driver: Driver, graphs: Sequence[DocumentRows], replaces: Sequence[str] = ()) -> None:
+    """Remove ``replaces`` (older versions) and create the documents' subgraphs, in one transaction."""
 
     def work(tx: ManagedTransaction) -> None:
-        for old_id in {*replaces, graph.document["id"]}:
+        for old_id in replaces:
             _delete(tx, old_id)
-        _write(tx, graph)
+        _write(tx, graphs)
 
     with driver.session(database=settings.NEO4J_DATABASE) as session:
         session.execute_write(work)
@@ -69,6 +91,11 @@ def document_graph_delete(*, driver: Driver, document_id: str) -> bool:
         return bool(session.execute_write(_delete, document_id))
 
 
-def document_graph_exists(*, driver: Driver, document_id: str) -> bool:
-    records, _, _ = driver.execute_query(cypher.DOCUMENT_EXISTS, id=document_id, database_=settings.NEO4J_DATABASE)
-    return bool(records)
+def documents_in_graph(*, driver: Driver, document_ids: Sequence[str]) -> set[str]:
+    """Which of these documents the graph holds."""
+    if not document_ids:
+        return set()
+    records, _, _ = driver.execute_query(
+        cypher.DOCUMENTS_EXISTING, ids=list(document_ids), database_=settings.NEO4J_DATABASE
+    )
+    return set(records[0]["ids"])

@@ -104,6 +104,7 @@ def build_structure(
                 "page": chunk.page,
                 "sentence_starts": [start for start, _ in chunk.sentences],
                 "sentence_ends": [end for _, end in chunk.sentences],
+                "document_id": doc_id,
             }
         )
         units.append(Unit("Chunk", chunk_id, chunk.text))
@@ -113,15 +114,30 @@ def build_structure(
     for number, table in enumerate(parsed.tables):
         table_id = content_id("table", doc_id, str(number), table.name)
         graph.tables.append(
-            {"id": table_id, "name": table.name, "columns": list(table.columns), "row_count": len(table.rows)}
+            {
+                "id": table_id,
+                "name": table.name,
+                "columns": list(table.columns),
+                "row_count": len(table.rows),
+                "document_id": doc_id,
+            }
         )
         for idx, values in enumerate(table.rows):
             row_id = content_id("row", table_id, str(idx))
             text = render_row(title=parsed.title or parsed.path, table=table, idx=idx)
-            graph.rows.append({"id": row_id, "table_id": table_id, "idx": idx, "cells": list(values), "text": text})
+            graph.rows.append(
+                {
+                    "id": row_id,
+                    "table_id": table_id,
+                    "idx": idx,
+                    "cells": list(values),
+                    "text": text,
+                    "document_id": doc_id,
+                }
+            )
             units.append(Unit("Row", row_id, text))
     for image in images:
-        graph.images.append(image)
+        graph.images.append({**image, "document_id": doc_id})
         if image["text"]:
             units.append(Unit("Image", image["id"], image["text"]))
     return graph, units
@@ -129,6 +145,7 @@ def build_structure(
 
 def add_knowledge(*, graph: DocumentGraph, units: Sequence[Unit], extractions: Sequence[Extraction]) -> None:
     """Entities, mentions and relations from each unit's extraction."""
+    doc_id = graph.document["id"]
     names: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     types: dict[str, str] = {}
     mentions: dict[str, list[Row]] = defaultdict(list)
@@ -161,10 +178,13 @@ def add_knowledge(*, graph: DocumentGraph, units: Sequence[Unit], extractions: S
                 evidence[key].append(unit.id)
     for ent, surface in names.items():
         ranked = sorted(surface, key=lambda name: (-surface[name], name))
-        graph.entities.append({"id": ent, "name": ranked[0], "type": types[ent], "aliases": ranked[1:]})
+        graph.entities.append(
+            {"id": ent, "name": ranked[0], "type": types[ent], "aliases": ranked[1:], "document_id": doc_id}
+        )
     graph.mentions = dict(mentions)
     graph.relations = [
-        {"source": s, "target": t, "predicate": p, "evidence": units_} for (s, t, p), units_ in evidence.items()
+        {"source": s, "target": t, "predicate": p, "evidence": units_, "document_id": doc_id}
+        for (s, t, p), units_ in evidence.items()
     ]
 
 

@@ -12,20 +12,21 @@ import logging
 import shutil
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+import neo4j.exceptions
 from django.conf import settings
 from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
 from neo4j import Driver
 
-from apps.graph.writer import document_graph_delete, document_graph_exists, document_graph_write
+from apps.graph.writer import document_graph_delete, documents_graph_write, documents_in_graph
 from apps.ingest.chunking import chunk_text
 from apps.ingest.extraction import EntityExtractor, SpacyExtractor
-from apps.ingest.graph_build import add_knowledge, build_structure, document_id
+from apps.ingest.graph_build import DocumentGraph, Unit, add_knowledge, build_structure, document_id
 from apps.ingest.media import image_store
 from apps.ingest.models import Document, IngestJob
 from apps.ingest.parsing import parse_upload
@@ -63,53 +64,176 @@ def ingest_limits() -> Limits:
     )
 
 
-def document_ingest(
+@dataclass
+class _Pending:
+    """A parsed document on its way into the graph."""
+
+    parsed: ParsedDocument
+    document_id: str
+    previous_id: str | None
+    graph: DocumentGraph | None = None
+    units: list[Unit] = field(default_factory=list)
+
+
+def documents_ingest(
     *,
     driver: Driver,
-    parsed: ParsedDocument,
+    parsed: Sequence[ParsedDocument],
     collection: str,
     extractor: EntityExtractor,
     timer: StageTimer | None = None,
-) -> FileOutcome:
-    """Put one parsed document into the graph; a no-op when its bytes are already there."""
-    doc_id = document_id(collection=collection, sha256=parsed.sha256)
-    existing = Document.objects.filter(id=doc_id).first()
-    if existing is not None and document_graph_exists(driver=driver, document_id=doc_id):
-        return FileOutcome(parsed.path, UNCHANGED, doc_id, existing.counts)
-    previous = Document.objects.filter(collection=collection, path=parsed.path).exclude(id=doc_id).first()
+) -> list[FileOutcome]:
+    """Put a batch of parsed documents into the graph, one outcome per document.
 
+    Documents whose bytes are already there are ``unchanged``; a new version of
+    a path ``replaces`` the old one. The batch is written in one transaction;
+    if that fails, each document is retried alone, so one bad document fails
+    by itself and leaves no trace.
+    """
     timer = timer or StageTimer()
-    with timer.stage("chunk"):
-        chunks = chunk_text(
-            parsed.text, size=settings.INGEST_CHUNK_SIZE, overlap=settings.INGEST_CHUNK_OVERLAP, pages=parsed.pages
+    outcomes: dict[int, FileOutcome] = {}
+    pending = _pending(driver=driver, parsed=parsed, collection=collection, outcomes=outcomes)
+    for item in pending.values():
+        with timer.stage("chunk"):
+            chunks = chunk_text(
+                item.parsed.text,
+                size=settings.INGEST_CHUNK_SIZE,
+                overlap=settings.INGEST_CHUNK_OVERLAP,
+                pages=item.parsed.pages,
+            )
+        with timer.stage("images"):
+            images = [image_store(image=image, document_id=item.document_id) for image in item.parsed.images]
+        item.graph, item.units = build_structure(
+            parsed=item.parsed, collection=collection, chunks=chunks, images=images
         )
-    with timer.stage("images"):
-        images = [image_store(image=image, document_id=doc_id) for image in parsed.images]
-    graph, units = build_structure(parsed=parsed, collection=collection, chunks=chunks, images=images)
     with timer.stage("ner"):
-        extractions = extractor.extract([unit.text for unit in units])
-    add_knowledge(graph=graph, units=units, extractions=extractions)
-    replaces = [previous.id] if previous is not None else []
+        extractions = iter(extractor.extract([unit.text for item in pending.values() for unit in item.units]))
+    for item in pending.values():
+        assert item.graph is not None
+        add_knowledge(graph=item.graph, units=item.units, extractions=[next(extractions) for _ in item.units])
     with timer.stage("graph_write"):
-        document_graph_write(driver=driver, graph=graph, replaces=replaces)
+        written = _write_all_or_each(driver=driver, pending=list(pending.values()))
+    for index, item in pending.items():
+        error = written.get(item.document_id)
+        if error is not None:
+            outcomes[index] = FileOutcome(item.parsed.path, FAILED, error_code="graph_write_failed", error=error)
+    _record(collection=collection, pending=[item for item in pending.values() if item.document_id not in written])
+    for index, item in pending.items():
+        if index not in outcomes and item.graph is not None:
+            status = REPLACED if item.previous_id else CREATED
+            outcomes[index] = FileOutcome(item.parsed.path, status, item.document_id, item.graph.counts())
+    return [outcomes[index] for index in range(len(parsed))]
 
-    counts = graph.counts()
+
+def _pending(
+    *, driver: Driver, parsed: Sequence[ParsedDocument], collection: str, outcomes: dict[int, FileOutcome]
+) -> dict[int, _Pending]:
+    """The documents of the batch that need writing; fills ``outcomes`` for the rest."""
+    ids = [document_id(collection=collection, sha256=doc.sha256) for doc in parsed]
+    rows = Document.objects.in_bulk(ids)
+    in_graph = documents_in_graph(driver=driver, document_ids=ids)
+    previous = {
+        doc.path: doc.id
+        for doc in Document.objects.filter(collection=collection, path__in=[p.path for p in parsed]).exclude(id__in=ids)
+    }
+    pending: dict[int, _Pending] = {}
+    seen: set[str] = set()
+    for index, (doc, doc_id) in enumerate(zip(parsed, ids, strict=True)):
+        if doc_id in in_graph or doc_id in seen:
+            if doc_id not in rows and doc_id not in seen:
+                _record(collection=collection, pending=[_Pending(doc, doc_id, None)])
+            outcomes[index] = FileOutcome(doc.path, UNCHANGED, doc_id, rows[doc_id].counts if doc_id in rows else {})
+            continue
+        seen.add(doc_id)
+        pending[index] = _Pending(doc, doc_id, previous.get(doc.path))
+    return pending
+
+
+def _write_all_or_each(*, driver: Driver, pending: list[_Pending]) -> dict[str, str]:
+    """Write the batch in one transaction, or else each document alone; return the failures."""
+    graphs = [item.graph for item in pending if item.graph is not None]
+    replaces = [item.previous_id for item in pending if item.previous_id]
+    if not graphs:
+        return {}
+    try:
+        documents_graph_write(driver=driver, graphs=graphs, replaces=replaces)
+        return {}
+    except (neo4j.exceptions.ServiceUnavailable, neo4j.exceptions.SessionExpired):
+        raise
+    except neo4j.exceptions.Neo4jError as exc:
+        logger.warning("a batch of %d documents was refused (%s); writing them one at a time", len(graphs), exc)
+    failures: dict[str, str] = {}
+    for item in pending:
+        if item.graph is None:
+            continue
+        try:
+            documents_graph_write(driver=driver, graphs=[item.graph], replaces=[p for p in [item.previous_id] if p])
+        except neo4j.exceptions.Neo4jError as exc:
+            failures[item.document_id] = f"the graph refused the document: {exc.message or exc}"
+    return failures
+
+
+def _record(*, collection: str, pending: Sequence[_Pending]) -> None:
+    """The relational rows of documents now in the graph (replacing older versions)."""
     with transaction.atomic():
-        if previous is not None:
-            previous.delete()
-        Document.objects.update_or_create(
-            id=doc_id,
-            defaults={
-                "collection": collection,
-                "path": parsed.path,
-                "title": parsed.title[:300],
-                "mime": parsed.mime,
-                "sha256": parsed.sha256,
-                "size": parsed.size,
-                "counts": counts,
-            },
-        )
-    return FileOutcome(parsed.path, REPLACED if previous is not None else CREATED, doc_id, counts)
+        Document.objects.filter(id__in=[item.previous_id for item in pending if item.previous_id]).delete()
+        for item in pending:
+            doc = item.parsed
+            Document.objects.update_or_create(
+                id=item.document_id,
+                defaults={
+                    "collection": collection,
+                    "path": doc.path,
+                    "title": doc.title[:300],
+                    "mime": doc.mime,
+                    "sha256": doc.sha256,
+                    "size": doc.size,
+                    "counts": item.graph.counts() if item.graph is not None else {},
+                },
+            )
+
+
+def uploads_ingest(
+    *,
+    driver: Driver,
+    uploads: Iterable[tuple[str, bytes]],
+    collection: str,
+    extractor: EntityExtractor,
+    timer: StageTimer | None = None,
+    batch_size: int | None = None,
+    on_batch: Callable[[int], None] | None = None,
+) -> list[FileOutcome]:
+    """Parse uploads (a zip may hold many documents) and ingest them in batches.
+
+    Bad input becomes a ``failed`` outcome with a specific error; the other
+    documents are still ingested, and nothing else in the graph is touched.
+    """
+    timer = timer or StageTimer()
+    size = batch_size or settings.INGEST_BATCH_SIZE
+    outcomes: list[FileOutcome] = []
+    batch: list[ParsedDocument] = []
+    files_done = 0
+
+    def flush() -> None:
+        if batch:
+            outcomes.extend(
+                documents_ingest(driver=driver, parsed=batch, collection=collection, extractor=extractor, timer=timer)
+            )
+            batch.clear()
+        if on_batch is not None:
+            on_batch(files_done)
+
+    for name, data in uploads:
+        try:
+            with timer.stage("parse"):
+                batch.extend(parse_upload(name=name, data=data, limits=ingest_limits()))
+        except IngestError as exc:
+            outcomes.append(FileOutcome(name, FAILED, error_code=exc.code, error=exc.message))
+        files_done += 1
+        if len(batch) >= size:
+            flush()
+    flush()
+    return outcomes
 
 
 def upload_ingest(
@@ -121,26 +245,10 @@ def upload_ingest(
     extractor: EntityExtractor,
     timer: StageTimer | None = None,
 ) -> list[FileOutcome]:
-    """Parse one upload (a zip may hold many documents) and ingest each document.
-
-    Bad input becomes a ``failed`` outcome with a specific error; documents
-    already written stay, and nothing else in the graph is touched.
-    """
-    timer = timer or StageTimer()
-    try:
-        with timer.stage("parse"):
-            parsed_documents = parse_upload(name=name, data=data, limits=ingest_limits())
-    except IngestError as exc:
-        return [FileOutcome(name, FAILED, error_code=exc.code, error=exc.message)]
-    outcomes = []
-    for parsed in parsed_documents:
-        try:
-            outcomes.append(
-                document_ingest(driver=driver, parsed=parsed, collection=collection, extractor=extractor, timer=timer)
-            )
-        except IngestError as exc:
-            outcomes.append(FileOutcome(parsed.path, FAILED, error_code=exc.code, error=exc.message))
-    return outcomes
+    """One upload; see :func:`uploads_ingest`."""
+    return uploads_ingest(
+        driver=driver, uploads=[(name, data)], collection=collection, extractor=extractor, timer=timer
+    )
 
 
 def document_delete(*, driver: Driver, document_id: str) -> bool:
@@ -198,14 +306,19 @@ def job_progress(*, job_id: str, stage: str, percent: int) -> None:
 def job_run(*, job_id: str, driver: Driver, extractor: EntityExtractor) -> IngestJob:
     """Run a claimed job to its end: every file ingested or failed with its reason."""
     job = IngestJob.objects.get(id=job_id)
-    outcomes: list[FileOutcome] = []
     total = max(1, len(job.files))
-    for number, item in enumerate(job.files):
-        job_progress(job_id=job_id, stage=f"file {number + 1}/{total}: {item['name']}", percent=100 * number // total)
-        data = Path(item["stored"]).read_bytes()
-        outcomes.extend(
-            upload_ingest(driver=driver, name=item["name"], data=data, collection=job.collection, extractor=extractor)
-        )
+
+    def files() -> Iterator[tuple[str, bytes]]:
+        for item in job.files:
+            yield item["name"], Path(item["stored"]).read_bytes()
+
+    def progress(done: int) -> None:
+        job_progress(job_id=job_id, stage=f"{done} of {total} files", percent=100 * done // total)
+
+    job_progress(job_id=job_id, stage=f"0 of {total} files", percent=0)
+    outcomes = uploads_ingest(
+        driver=driver, uploads=files(), collection=job.collection, extractor=extractor, on_batch=progress
+    )
     return job_finish(job_id=job_id, outcomes=outcomes)
 
 

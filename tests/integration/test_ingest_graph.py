@@ -162,8 +162,9 @@ def test_a_failure_mid_write_leaves_no_partial_document(empty_graph: Driver, mon
     before = snapshot(empty_graph)
     # The last statement of a document's write fails, as a crash mid-write would.
     monkeypatch.setattr(cypher, "RELATIONS_MERGE", "THIS IS NOT CYPHER")
-    with pytest.raises(Exception, match="Invalid input"):
-        ingest(empty_graph, "ada.txt", ADA.encode())
+    [outcome] = ingest(empty_graph, "ada.txt", ADA.encode())
+    assert (outcome.status, outcome.error_code) == (FAILED, "graph_write_failed")
+    assert "Invalid input" in (outcome.error or "")
     assert snapshot(empty_graph) == before
     assert not Document.objects.filter(path="ada.txt").exists()
 
@@ -235,3 +236,37 @@ def test_zip_members_keep_their_paths(empty_graph: Driver) -> None:
     assert sorted((o.path, o.status) for o in outcomes) == [("data/people.csv", CREATED), ("docs/ada.txt", CREATED)]
     paths = {row["p"] for row in query(empty_graph, "MATCH (d:Document) RETURN d.path AS p")}
     assert paths == {"docs/ada.txt", "data/people.csv"}
+
+
+def test_one_document_failing_in_a_batch_fails_alone(empty_graph: Driver, monkeypatch: pytest.MonkeyPatch) -> None:
+    import neo4j.exceptions
+
+    from apps.graph import writer
+    from apps.ingest import services
+
+    real_write = writer.documents_graph_write
+
+    def refuse_poison(*, driver: Driver, graphs: Any, replaces: Any = ()) -> None:
+        if any(graph.document["path"] == "poison.txt" for graph in graphs):
+            raise neo4j.exceptions.ClientError("refused for the test")
+        real_write(driver=driver, graphs=graphs, replaces=replaces)
+
+    monkeypatch.setattr(services, "documents_graph_write", refuse_poison)
+    uploads = [
+        ("ada.txt", ADA.encode()),
+        ("poison.txt", b"Grace Hopper wrote COBOL."),
+        ("babbage.txt", BABBAGE.encode()),
+    ]
+    outcomes = services.uploads_ingest(
+        driver=empty_graph, uploads=uploads, collection="test", extractor=default_extractor()
+    )
+    assert [(o.path, o.status) for o in outcomes] == [
+        ("ada.txt", CREATED),
+        ("poison.txt", FAILED),
+        ("babbage.txt", CREATED),
+    ]
+    assert outcomes[1].error_code == "graph_write_failed"
+    paths = {row["p"] for row in query(empty_graph, "MATCH (d:Document) RETURN d.path AS p")}
+    assert paths == {"ada.txt", "babbage.txt"}
+    assert entity(empty_graph, "Grace Hopper") is None
+    assert set(Document.objects.values_list("path", flat=True)) == {"ada.txt", "babbage.txt"}
