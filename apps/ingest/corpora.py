@@ -14,21 +14,45 @@ def _safe_name(title: str) -> str:
     return re.sub(r"[^\w .,()'-]+", "_", title).strip()[:150] or "untitled"
 
 
-def passage_file(*, folder: str, title: str, text: str) -> tuple[str, bytes]:
-    """A passage as a small text document: its title as the first line."""
-    return f"{folder}/{_safe_name(title)}.txt", f"{title}\n\n{text.strip()}\n".encode()
+def passage_file(*, folder: str, title: str, text: str, number: int = 1) -> tuple[str, bytes]:
+    """A passage as a small text document: its title as the first line.
+
+    Corpora repeat titles for different passages; ``number`` > 1 keeps their names apart.
+    """
+    suffix = f" ({number})" if number > 1 else ""
+    return f"{folder}/{_safe_name(title)}{suffix}.txt", f"{title}\n\n{text.strip()}\n".encode()
+
+
+def _numbered(passages: Iterator[tuple[str, str]], folder: str) -> Iterator[tuple[str, bytes]]:
+    seen: dict[str, int] = {}
+    for title, text in passages:
+        key = _safe_name(title).casefold()
+        seen[key] = seen.get(key, 0) + 1
+        yield passage_file(folder=folder, title=title, text=text, number=seen[key])
 
 
 def hotpotqa_passages(data_dir: Path) -> Iterator[tuple[str, bytes]]:
     corpus: dict[str, list[str]] = json.loads((data_dir / "multihop/hipporag_hotpotqa_train_corpus.json").read_text())
-    for title, sentences in corpus.items():
-        yield passage_file(folder="hotpotqa", title=title, text="".join(sentences))
+    yield from _numbered(((title, "".join(sentences)) for title, sentences in corpus.items()), "hotpotqa")
 
 
 def twowiki_passages(data_dir: Path) -> Iterator[tuple[str, bytes]]:
     corpus: list[dict[str, str]] = json.loads((data_dir / "multihop/hipporag_2wikimultihopqa_corpus.json").read_text())
-    for passage in corpus:
-        yield passage_file(folder="2wiki", title=passage["title"], text=passage["text"])
+    yield from _numbered(((p["title"], p["text"]) for p in corpus), "2wiki")
+
+
+def musique_passages(data_dir: Path) -> Iterator[tuple[str, bytes]]:
+    corpus: list[dict[str, str]] = json.loads((data_dir / "multihop/hipporag_musique_train_corpus.json").read_text())
+    yield from _numbered(((p["title"], p["text"]) for p in corpus), "musique")
+
+
+def xquad_paragraphs(data_dir: Path, language: str) -> Iterator[tuple[str, bytes]]:
+    """XQuAD's 240 context paragraphs in one language (en, zh, ar)."""
+    squad = json.loads((data_dir / f"multilingual/xquad/xquad.{language}.json").read_text())
+    for article in squad["data"]:
+        for number, paragraph in enumerate(article["paragraphs"]):
+            title = f"{article['title']} {number + 1}"
+            yield passage_file(folder=f"xquad-{language}", title=title, text=paragraph["context"])
 
 
 def image_files(data_dir: Path) -> Iterator[tuple[str, bytes]]:
@@ -37,10 +61,10 @@ def image_files(data_dir: Path) -> Iterator[tuple[str, bytes]]:
             yield f"images/{path.name}", path.read_bytes()
 
 
-def table_files(data_dir: Path, *, wtq_limit: int | None = None) -> Iterator[tuple[str, bytes]]:
+def table_files(data_dir: Path, *, wtq_limit: int | None = None, suffix: str = ".csv") -> Iterator[tuple[str, bytes]]:
     for path in sorted((data_dir / "tables/seaborn").glob("*.csv")):
         yield f"tables/seaborn/{path.name}", path.read_bytes()
-    wtq = sorted((data_dir / "tables/wtq/csv").glob("*/*.csv"))
+    wtq = sorted((data_dir / "tables/wtq/csv").glob(f"*/*{suffix}"))
     for path in wtq[:wtq_limit]:
         yield f"tables/wtq/{path.parent.name}/{path.name}", path.read_bytes()
 

@@ -6,9 +6,10 @@ gives the same ids and a re-ingest of the same bytes is recognisable.
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -188,16 +189,7 @@ def add_knowledge(*, graph: DocumentGraph, units: Sequence[Unit], extractions: S
     ]
 
 
-def _sentence_index(extraction: Extraction) -> Any:
+def _sentence_index(extraction: Extraction) -> Callable[[int], int]:
+    """A function from an offset to the index of the sentence that contains it."""
     starts = [start for start, _ in extraction.sentences]
-
-    def find(offset: int) -> int:
-        index = 0
-        for number, start in enumerate(starts):
-            if start <= offset:
-                index = number
-            else:
-                break
-        return index
-
-    return find
+    return lambda offset: max(0, bisect.bisect_right(starts, offset) - 1)

@@ -8,7 +8,8 @@ import neo4j.exceptions
 from celery import Task, shared_task
 
 from apps.graph.driver import get_driver
-from apps.ingest.services import default_extractor, job_claim, job_fail, job_run
+from apps.ingest.jobs import job_claim, job_fail, job_run
+from apps.ingest.services import default_extractor
 
 logger = logging.getLogger(__name__)
 

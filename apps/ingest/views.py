@@ -9,8 +9,8 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_http_methods
 
 from apps.core.http import HtmxHttpRequest
+from apps.ingest.jobs import job_create
 from apps.ingest.models import IngestJob
-from apps.ingest.services import job_create
 
 
 @staff_member_required

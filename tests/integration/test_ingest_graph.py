@@ -270,3 +270,14 @@ def test_one_document_failing_in_a_batch_fails_alone(empty_graph: Driver, monkey
     assert paths == {"ada.txt", "babbage.txt"}
     assert entity(empty_graph, "Grace Hopper") is None
     assert set(Document.objects.values_list("path", flat=True)) == {"ada.txt", "babbage.txt"}
+
+
+def test_two_versions_of_a_path_in_one_call_keep_the_later(empty_graph: Driver) -> None:
+    from apps.ingest.services import uploads_ingest
+
+    uploads = [("notes.txt", ADA.encode()), ("notes.txt", BABBAGE.encode())]
+    outcomes = uploads_ingest(driver=empty_graph, uploads=uploads, collection="test", extractor=default_extractor())
+    assert [o.status for o in outcomes] == [CREATED, REPLACED]
+    paths = query(empty_graph, "MATCH (d:Document) RETURN d.id AS id")
+    assert [row["id"] for row in paths] == [outcomes[1].document_id]
+    assert list(Document.objects.values_list("id", flat=True)) == [outcomes[1].document_id]

@@ -3,8 +3,9 @@
 import pytest
 from pytest_django.fixtures import Settings
 
+from apps.ingest.jobs import job_claim, job_create, job_finish
 from apps.ingest.models import IngestJob
-from apps.ingest.services import FAILED, FileOutcome, job_claim, job_create, job_finish
+from apps.ingest.services import FAILED, FileOutcome
 
 pytestmark = pytest.mark.django_db
 

@@ -7,9 +7,9 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from apps.health.checks import check_celery
+from apps.ingest.jobs import job_create, job_wait
 from apps.ingest.models import IngestJob
 from apps.ingest.selectors import job_summary
-from apps.ingest.services import job_create, job_wait
 
 
 def collect_files(paths: list[str]) -> list[tuple[str, Path]]:

@@ -5,9 +5,9 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from apps.ingest.corpora import demo_files
+from apps.ingest.jobs import job_create, job_wait
 from apps.ingest.management.commands.ingest import progress_bar
 from apps.ingest.models import Document
-from apps.ingest.services import job_create, job_wait
 
 
 class Command(BaseCommand):
