@@ -177,6 +177,8 @@ def test_a_failure_mid_write_leaves_no_partial_document(empty_graph: Driver, mon
         ("broken.pdf", b"%PDF-1.4\n this is not a pdf", "corrupt_file"),
         ("broken.png", b"\x89PNG\r\n\x1a\n" + b"\x00" * 40, "corrupt_file"),
         ("ragged.csv", b"a,b,c\n1,2,3\n4,5\n", "ragged_table"),
+        ("blob.txt", bytes(range(256)) * 8, "undecodable_text"),
+        ("mislabelled.xlsx", b"PK\x03\x04 not really a workbook", "corrupt_file"),
     ],
 )
 def test_bad_input_fails_clearly_and_leaves_the_graph_intact(
