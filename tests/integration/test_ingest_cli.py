@@ -3,33 +3,26 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
+import uuid
 from pathlib import Path
 
 import pytest
 
+from tests.support import manage
+
 pytestmark = pytest.mark.integration
 
-BASE_DIR = Path(__file__).resolve().parents[2]
 
-
-def manage(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "manage.py", *args],
-        cwd=BASE_DIR,
-        env=dict(os.environ),
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+def fresh_collection() -> str:
+    """A collection no earlier run used: the worker's database and graph persist under var/test."""
+    return f"cli-{uuid.uuid4().hex[:12]}"
 
 
 def test_ingest_wait_json_then_unchanged_then_delete(live_services: None, tmp_path: Path) -> None:
     notes = tmp_path / "turing.md"
     notes.write_text("# Turing\n\nAlan Turing worked at Bletchley Park with Joan Clarke.\n")
-    first = manage("ingest", str(notes), "--collection", "cli", "--wait", "--json")
+    collection = fresh_collection()
+    first = manage("ingest", str(notes), "--collection", collection, "--wait", "--json")
     assert first.returncode == 0, first.stderr
     job = json.loads(first.stdout)
     assert job["state"] == "done"
@@ -37,7 +30,7 @@ def test_ingest_wait_json_then_unchanged_then_delete(live_services: None, tmp_pa
     assert (result["path"], result["status"]) == ("turing.md", "created")
     assert result["counts"]["chunks"] == 1 and result["counts"]["entities"] >= 2
 
-    again = json.loads(manage("ingest", str(notes), "--collection", "cli", "--wait", "--json").stdout)
+    again = json.loads(manage("ingest", str(notes), "--collection", collection, "--wait", "--json").stdout)
     assert [r["status"] for r in again["results"]] == ["unchanged"]
 
     deleted = manage("delete_document", result["document_id"])
@@ -59,7 +52,7 @@ def test_bad_input_gives_a_specific_error_and_a_non_zero_exit(live_services: Non
 
 def test_progress_bar_and_text_report(live_services: None, tmp_path: Path) -> None:
     (tmp_path / "a.txt").write_text("Grace Hopper worked on COBOL.")
-    run = manage("ingest", str(tmp_path), "--wait", "--collection", "cli")
+    run = manage("ingest", str(tmp_path), "--wait", "--collection", fresh_collection())
     assert run.returncode == 0, run.stderr
     assert "100%" in run.stderr
     assert "created" in run.stdout and f"{tmp_path.name}/a.txt" in run.stdout

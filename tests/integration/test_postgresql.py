@@ -6,18 +6,15 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.support import free_port
+from tests.support import free_port, manage
 
 pytestmark = pytest.mark.integration
-
-BASE_DIR = Path(__file__).resolve().parents[2]
 
 
 def _pg_bin() -> Path:
@@ -54,29 +51,22 @@ def postgres_url() -> Iterator[str]:
         shutil.rmtree(root, ignore_errors=True)
 
 
-def manage(url: str, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "DATABASE_URL": url}
-    return subprocess.run(
-        [sys.executable, "manage.py", *args], cwd=BASE_DIR, env=env, capture_output=True, text=True, timeout=300
-    )
-
-
 def test_migrations_and_health_on_postgresql(postgres_url: str) -> None:
-    before = manage(postgres_url, "doctor", "--only", "database", "--json")
+    before = manage("doctor", "--only", "database", "--json", DATABASE_URL=postgres_url)
     assert before.returncode == 1
     assert json.loads(before.stdout)["checks"]["database"]["fix"] == "make migrate"
 
-    migrate = manage(postgres_url, "migrate", "--noinput")
+    migrate = manage("migrate", "--noinput", DATABASE_URL=postgres_url)
     assert migrate.returncode == 0, migrate.stderr
 
-    after = manage(postgres_url, "doctor", "--only", "database", "--json")
+    after = manage("doctor", "--only", "database", "--json", DATABASE_URL=postgres_url)
     assert after.returncode == 0, after.stdout + after.stderr
     assert json.loads(after.stdout)["checks"]["database"]["detail"] == "postgresql, migrations applied"
 
 
 def test_postgresql_down_is_named_with_its_fix() -> None:
     port = free_port()
-    result = manage(f"postgres://ragkg@127.0.0.1:{port}/ragkg", "doctor", "--only", "database", "--json")
+    result = manage("doctor", "--only", "database", "--json", DATABASE_URL=f"postgres://ragkg@127.0.0.1:{port}/ragkg")
     assert result.returncode == 1
     check = json.loads(result.stdout)["checks"]["database"]
     assert check["status"] == "down"
