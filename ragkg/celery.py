@@ -30,3 +30,11 @@ def close_graph_driver(**_: Any) -> None:
     from apps.graph.driver import close_driver
 
     close_driver()
+
+
+@worker_process_shutdown.connect
+def stop_extraction_helpers(**_: Any) -> None:
+    """Stop this pool process's entity extraction helpers, if it started any."""
+    from apps.ingest.services import extraction_helpers_stop
+
+    extraction_helpers_stop()

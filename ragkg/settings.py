@@ -6,6 +6,7 @@ Every value comes from the environment through the typed readers in
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -197,6 +198,9 @@ INGEST_MAX_TABLE_ROWS = env_int("INGEST_MAX_TABLE_ROWS", 200_000, minimum=1)
 # A job whose worker died is retried this many times in all, then marked failed.
 # Documents parsed, analysed and written to the graph together (one Neo4j transaction).
 INGEST_BATCH_SIZE = env_int("INGEST_BATCH_SIZE", 64, minimum=1)
+# Helper processes running entity extraction for each ingesting worker process (0: in the
+# worker process itself). One per CPU core keeps every core busy while Neo4j writes.
+INGEST_NER_PROCESSES = env_int("INGEST_NER_PROCESSES", min(2, os.cpu_count() or 1), minimum=0)
 INGEST_JOB_MAX_ATTEMPTS = env_int("INGEST_JOB_MAX_ATTEMPTS", 3, minimum=1)
 DEFAULT_COLLECTION = env_str("RAGKG_DEFAULT_COLLECTION", "default")
 # The demo corpus `make run` loads (../shared/data beside the clone).

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Prepare this machine for ragkg, from nothing, idempotently:
 #   1. a Python >= 3.12 (Django 6 needs it),
-#   2. the virtualenv (outside the clone, reused between runs) with requirements-dev.txt,
+#   2. the virtualenv (outside the clone, reused between runs) with requirements-dev.txt
+#      (and requirements-nodeps.txt, weight-only wheels installed without their dependencies),
 #   3. the embedded Neo4j (tools/neo4j, dependencies from Maven Central),
 #   4. a .env with a generated DJANGO_SECRET_KEY when there is none.
 set -euo pipefail
@@ -37,10 +38,11 @@ fi
 
 # Reinstall only when the requirements changed.
 stamp="$VENV/.ragkg-requirements.sha256"
-want=$(cat requirements.txt requirements-dev.txt | sha256sum | cut -d' ' -f1)
+want=$(cat requirements.txt requirements-dev.txt requirements-nodeps.txt | sha256sum | cut -d' ' -f1)
 if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   echo "setup: installing Python packages"
   "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
+  "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --no-deps -r requirements-nodeps.txt
   echo "$want" >"$stamp"
 fi
 

@@ -61,7 +61,8 @@ def _write(tx: ManagedTransaction, graphs: Sequence[DocumentRows]) -> None:
         (cypher.IMAGES_CREATE, _concat(graph.images for graph in graphs)),
         (cypher.TABLES_CREATE, _concat(graph.tables for graph in graphs)),
         (cypher.ROWS_CREATE, _concat(graph.rows for graph in graphs)),
-        (cypher.ENTITIES_MERGE, _concat(graph.entities for graph in graphs)),
+        # Entities in id order: concurrent writers then lock shared entities in the same order.
+        (cypher.ENTITIES_MERGE, sorted(_concat(graph.entities for graph in graphs), key=lambda row: row["id"])),
         *(
             (cypher.mentions_create(label), _concat(graph.mentions.get(label, []) for graph in graphs))
             for label in labels

@@ -21,6 +21,7 @@ from neo4j import Driver
 from apps.graph.writer import document_graph_delete, documents_graph_write, documents_in_graph
 from apps.ingest.chunking import chunk_text
 from apps.ingest.extraction import EntityExtractor, SpacyExtractor
+from apps.ingest.extraction_pool import ExtractionFailed, ExtractorPool, PendingExtraction, extraction_submit
 from apps.ingest.graph_build import DocumentGraph, Unit, add_knowledge, build_structure, document_id
 from apps.ingest.media import image_store
 from apps.ingest.models import Document
@@ -45,8 +46,19 @@ class FileOutcome:
 
 @functools.cache
 def default_extractor() -> EntityExtractor:
-    """The process's entity extractor (spaCy en_core_web_sm, loaded on first use)."""
+    """The process's entity extractor: spaCy en_core_web_sm, in INGEST_NER_PROCESSES helper
+    processes (or in this process when that is 0), loaded on first use."""
+    if settings.INGEST_NER_PROCESSES > 0:
+        return ExtractorPool(processes=settings.INGEST_NER_PROCESSES)
     return SpacyExtractor()
+
+
+def extraction_helpers_stop() -> None:
+    """Stop the default extractor's helper processes, if it has started any."""
+    if default_extractor.cache_info().currsize:
+        extractor = default_extractor()
+        if isinstance(extractor, ExtractorPool):
+            extractor.close()
 
 
 def ingest_limits() -> Limits:
@@ -70,6 +82,83 @@ class _Pending:
     units: list[Unit] = field(default_factory=list)
 
 
+@dataclass
+class _Batch:
+    """Documents between parsing and their graph write; extraction may still be running."""
+
+    parsed: Sequence[ParsedDocument]
+    collection: str
+    pending: dict[int, _Pending]
+    outcomes: dict[int, FileOutcome]
+    extraction: PendingExtraction | None = None
+
+    def conflicts_with(self, parsed: Sequence[ParsedDocument]) -> bool:
+        """Whether ``parsed`` repeats a path or the content of a document of this batch."""
+        paths = {item.parsed.path for item in self.pending.values()}
+        ids = {item.document_id for item in self.pending.values()}
+        return any(
+            doc.path in paths or document_id(collection=self.collection, sha256=doc.sha256) in ids for doc in parsed
+        )
+
+
+def _batch_start(
+    *, driver: Driver, parsed: Sequence[ParsedDocument], collection: str, extractor: EntityExtractor, timer: StageTimer
+) -> _Batch:
+    """Sort out unchanged documents, chunk the rest and start their entity extraction."""
+    batch = _Batch(parsed=parsed, collection=collection, pending={}, outcomes={})
+    batch.pending = _pending(driver=driver, parsed=parsed, collection=collection, outcomes=batch.outcomes)
+    for item in batch.pending.values():
+        with timer.stage("chunk"):
+            chunks = chunk_text(
+                item.parsed.text,
+                size=settings.INGEST_CHUNK_SIZE,
+                overlap=settings.INGEST_CHUNK_OVERLAP,
+                pages=item.parsed.pages,
+            )
+        with timer.stage("images"):
+            images = [image_store(image=image, document_id=item.document_id) for image in item.parsed.images]
+        item.graph, item.units = build_structure(
+            parsed=item.parsed, collection=collection, chunks=chunks, images=images
+        )
+    with timer.stage("ner"):
+        texts = [unit.text for item in batch.pending.values() for unit in item.units]
+        batch.extraction = extraction_submit(extractor, texts)
+    return batch
+
+
+def _batch_analyse(*, batch: _Batch, timer: StageTimer) -> None:
+    """Wait for the batch's extraction and turn it into entities, mentions and relations."""
+    if batch.extraction is None:
+        return
+    with timer.stage("ner"):
+        extractions = iter(batch.extraction.result())
+    batch.extraction = None
+    for item in batch.pending.values():
+        assert item.graph is not None
+        add_knowledge(graph=item.graph, units=item.units, extractions=[next(extractions) for _ in item.units])
+
+
+def _batch_write(*, driver: Driver, batch: _Batch, timer: StageTimer) -> list[FileOutcome]:
+    """Write an analysed batch (one transaction, else document by document) and record it."""
+    outcomes = batch.outcomes
+    with timer.stage("graph_write"):
+        written = _write_all_or_each(driver=driver, pending=list(batch.pending.values()))
+    for index, item in batch.pending.items():
+        error = written.get(item.document_id)
+        if error is not None:
+            outcomes[index] = FileOutcome(item.parsed.path, FAILED, error_code="graph_write_failed", error=error)
+    with timer.stage("record"):
+        _record(
+            collection=batch.collection,
+            pending=[item for item in batch.pending.values() if item.document_id not in written],
+        )
+    for index, item in batch.pending.items():
+        if index not in outcomes and item.graph is not None:
+            status = REPLACED if item.previous_id else CREATED
+            outcomes[index] = FileOutcome(item.parsed.path, status, item.document_id, item.graph.counts())
+    return [outcomes[index] for index in range(len(batch.parsed))]
+
+
 def documents_ingest(
     *,
     driver: Driver,
@@ -86,38 +175,9 @@ def documents_ingest(
     by itself and leaves no trace.
     """
     timer = timer or StageTimer()
-    outcomes: dict[int, FileOutcome] = {}
-    pending = _pending(driver=driver, parsed=parsed, collection=collection, outcomes=outcomes)
-    for item in pending.values():
-        with timer.stage("chunk"):
-            chunks = chunk_text(
-                item.parsed.text,
-                size=settings.INGEST_CHUNK_SIZE,
-                overlap=settings.INGEST_CHUNK_OVERLAP,
-                pages=item.parsed.pages,
-            )
-        with timer.stage("images"):
-            images = [image_store(image=image, document_id=item.document_id) for image in item.parsed.images]
-        item.graph, item.units = build_structure(
-            parsed=item.parsed, collection=collection, chunks=chunks, images=images
-        )
-    with timer.stage("ner"):
-        extractions = iter(extractor.extract([unit.text for item in pending.values() for unit in item.units]))
-    for item in pending.values():
-        assert item.graph is not None
-        add_knowledge(graph=item.graph, units=item.units, extractions=[next(extractions) for _ in item.units])
-    with timer.stage("graph_write"):
-        written = _write_all_or_each(driver=driver, pending=list(pending.values()))
-    for index, item in pending.items():
-        error = written.get(item.document_id)
-        if error is not None:
-            outcomes[index] = FileOutcome(item.parsed.path, FAILED, error_code="graph_write_failed", error=error)
-    _record(collection=collection, pending=[item for item in pending.values() if item.document_id not in written])
-    for index, item in pending.items():
-        if index not in outcomes and item.graph is not None:
-            status = REPLACED if item.previous_id else CREATED
-            outcomes[index] = FileOutcome(item.parsed.path, status, item.document_id, item.graph.counts())
-    return [outcomes[index] for index in range(len(parsed))]
+    batch = _batch_start(driver=driver, parsed=parsed, collection=collection, extractor=extractor, timer=timer)
+    _batch_analyse(batch=batch, timer=timer)
+    return _batch_write(driver=driver, batch=batch, timer=timer)
 
 
 def _pending(
@@ -170,22 +230,28 @@ def _write_all_or_each(*, driver: Driver, pending: list[_Pending]) -> dict[str, 
 
 def _record(*, collection: str, pending: Sequence[_Pending]) -> None:
     """The relational rows of documents now in the graph (replacing older versions)."""
+    rows = [
+        Document(
+            id=item.document_id,
+            collection=collection,
+            path=item.parsed.path,
+            title=item.parsed.title[:300],
+            mime=item.parsed.mime,
+            sha256=item.parsed.sha256,
+            size=item.parsed.size,
+            counts=item.graph.counts() if item.graph is not None else {},
+        )
+        for item in pending
+    ]
     with transaction.atomic():
         Document.objects.filter(id__in=[item.previous_id for item in pending if item.previous_id]).delete()
-        for item in pending:
-            doc = item.parsed
-            Document.objects.update_or_create(
-                id=item.document_id,
-                defaults={
-                    "collection": collection,
-                    "path": doc.path,
-                    "title": doc.title[:300],
-                    "mime": doc.mime,
-                    "sha256": doc.sha256,
-                    "size": doc.size,
-                    "counts": item.graph.counts() if item.graph is not None else {},
-                },
-            )
+        Document.objects.bulk_create(
+            rows,
+            batch_size=500,
+            update_conflicts=True,
+            unique_fields=["id"],
+            update_fields=["collection", "path", "title", "mime", "sha256", "size", "counts", "updated_at"],
+        )
 
 
 def uploads_ingest(
@@ -207,31 +273,64 @@ def uploads_ingest(
     size = batch_size or settings.INGEST_BATCH_SIZE
     outcomes: list[FileOutcome] = []
     batch: list[ParsedDocument] = []
+    inflight: _Batch | None = None
     files_done = 0
 
+    def drain() -> None:
+        nonlocal inflight
+        if inflight is not None:
+            _batch_analyse(batch=inflight, timer=timer)
+            outcomes.extend(_batch_write(driver=driver, batch=inflight, timer=timer))
+            inflight = None
+
     def flush() -> None:
+        # Batch k+1 is analysed while batch k is written; a batch that repeats a path or
+        # the content of the batch before it waits for that batch's write, so "replaced"
+        # and "unchanged" see it.
+        nonlocal inflight
         if batch:
-            outcomes.extend(
-                documents_ingest(driver=driver, parsed=batch, collection=collection, extractor=extractor, timer=timer)
+            if inflight is not None and inflight.conflicts_with(batch):
+                drain()
+            if inflight is not None:
+                _batch_analyse(batch=inflight, timer=timer)
+            started = _batch_start(
+                driver=driver, parsed=list(batch), collection=collection, extractor=extractor, timer=timer
             )
             batch.clear()
+            drain()
+            inflight = started
         if on_batch is not None:
             on_batch(files_done)
 
-    for name, data in uploads:
-        try:
-            with timer.stage("parse"):
-                documents = parse_upload(name=name, data=data, limits=ingest_limits())
-            if {doc.path for doc in documents} & {doc.path for doc in batch}:
-                flush()  # a later version of a path replaces the earlier one, so write that first
-            batch.extend(documents)
-        except IngestError as exc:
-            outcomes.append(FileOutcome(name, FAILED, error_code=exc.code, error=exc.message))
-        files_done += 1
-        if len(batch) >= size:
-            flush()
-    flush()
+    try:
+        for name, data in uploads:
+            try:
+                with timer.stage("parse"):
+                    documents = parse_upload(name=name, data=data, limits=ingest_limits())
+                if {doc.path for doc in documents} & {doc.path for doc in batch}:
+                    flush()  # a later version of a path replaces the earlier one, so write that first
+                batch.extend(documents)
+            except IngestError as exc:
+                outcomes.append(FileOutcome(name, FAILED, error_code=exc.code, error=exc.message))
+            files_done += 1
+            if len(batch) >= size:
+                flush()
+        flush()
+        drain()
+    finally:
+        if inflight is not None:
+            _batch_abandon(inflight)
     return outcomes
+
+
+def _batch_abandon(batch: _Batch) -> None:
+    """Collect a running extraction nobody will use, so the extractor is free again."""
+    if batch.extraction is not None:
+        try:
+            batch.extraction.result()
+        except ExtractionFailed:
+            logger.warning("entity extraction of an abandoned batch failed too")
+        batch.extraction = None
 
 
 def upload_ingest(

@@ -1,7 +1,7 @@
 """HTML pages: the visible text, one line per block, and every ``<table>`` as a ParsedTable.
 
-Parsed with the standard library's parser through BeautifulSoup (lxml is not
-a dependency). Invisible content (scripts, styles, ``<head>``, templates,
+Parsed with lxml through BeautifulSoup (fast on large pages), falling back to the
+standard library's parser for markup lxml refuses. Invisible content (scripts, styles, ``<head>``, templates,
 ``hidden`` elements, comments) is dropped; the ``<title>`` (else the first
 ``<h1>``) becomes the title. Within a block, whitespace is collapsed; table
 cells of one row are joined with " | ". The tree is walked iteratively, so
@@ -44,15 +44,23 @@ _BLOCKS = frozenset(
 _DIGITS = re.compile(r"\d+")
 
 
+def _soup(markup: str) -> BeautifulSoup:
+    # bs4 warns when markup without "<" looks like a URL or a file name; a leading empty
+    # comment (dropped like every comment) avoids that without touching global warning filters.
+    try:
+        return BeautifulSoup("<!---->" + markup, "lxml")
+    except Exception:  # lxml refuses some markup (e.g. control characters): use the lenient parser
+        pass
+    try:
+        return BeautifulSoup("<!---->" + markup, "html.parser")
+    except Exception as exc:  # html.parser is lenient; this is a last resort
+        raise IngestError(CORRUPT_FILE, f"the HTML cannot be parsed: {exc}") from exc
+
+
 def parse_html(path: str, data: bytes, limits: Limits) -> ParsedDocument:
     declared = EncodingDetector.find_declared_encoding(data, is_html=True)
     markup = decode_text(data, declared=declared)
-    try:
-        # bs4 warns when markup without "<" looks like a URL or a file name; a leading empty
-        # comment (dropped like every comment) avoids that without touching global warning filters.
-        soup = BeautifulSoup("<!---->" + markup, "html.parser")
-    except Exception as exc:  # html.parser is lenient; this is a last resort
-        raise IngestError(CORRUPT_FILE, f"the HTML cannot be parsed: {exc}") from exc
+    soup = _soup(markup)
     page = _Walker()
     page.walk(soup)
     text = page.text()
