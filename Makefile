@@ -13,14 +13,14 @@ WITH_ENV := bash scripts/with-env.sh
 # and state under var/test, so it never touches a running development stack.
 LINT_ENV := DJANGO_DEBUG=1 DJANGO_SECRET_KEY=lint
 
-.PHONY: help setup run up down status doctor migrate graph-schema test test-unit lint format bench-ingest
+.PHONY: help setup run up down status doctor migrate graph-schema test test-unit lint format bench-ingest bench-vectors bench-quality
 
 help:
 	@echo "make run      set up this machine, start everything, serve http://127.0.0.1:8000"
 	@echo "make test     run the whole test suite (lint, unit and integration, real services)"
 	@echo "make up       start Neo4j, Redis, the Celery worker and the web server in the background"
 	@echo "make down     stop exactly what 'make up' started"
-	@echo "make status | doctor | migrate | graph-schema | lint | format | bench-ingest"
+	@echo "make status | doctor | migrate | graph-schema | lint | format | bench-ingest | bench-vectors | bench-quality"
 
 setup:
 	@RAGKG_VENV="$(VENV)" bash scripts/bootstrap.sh
@@ -56,6 +56,22 @@ bench-ingest: setup
 	env $(BENCH_ENV) $(SERVICES) up neo4j
 	env $(BENCH_ENV) $(PY) manage.py migrate -v 0
 	env $(BENCH_ENV) $(PY) benchmarks/ingest_throughput.py $(BENCH_ARGS); rc=$$?; env $(BENCH_ENV) $(SERVICES) down; exit $$rc
+
+# FAISS against Neo4j's vector index on the same vectors, with a private Neo4j of its own
+# (state under var/bench-vectors, ports 37687/36379/38000), wiped first and stopped after.
+BENCH_VECTORS_ENV := RAGKG_STATE_DIR=var/bench-vectors DJANGO_DEBUG=1 DATABASE_URL= \
+	NEO4J_URI=bolt://127.0.0.1:37687 NEO4J_PASSWORD=ragkg-bench-password NEO4J_HEAP=2g NEO4J_PAGE_CACHE=1g \
+	REDIS_URL=redis://127.0.0.1:36379/0 WEB_PORT=38000 RAGKG_MANAGED_SERVICES=neo4j
+
+bench-vectors: setup
+	rm -rf var/bench-vectors && mkdir -p var/bench-vectors
+	env $(BENCH_VECTORS_ENV) $(SERVICES) up neo4j
+	env $(BENCH_VECTORS_ENV) $(PY) benchmarks/vector_search.py $(BENCH_ARGS); rc=$$?; \
+		env $(BENCH_VECTORS_ENV) $(SERVICES) down; exit $$rc
+
+# Retrieval quality of the offline models (cross-language XQuAD, text-to-image); no services needed.
+bench-quality: setup
+	env DJANGO_DEBUG=1 RAGKG_STATE_DIR=var/bench-quality $(PY) benchmarks/retrieval_quality.py $(BENCH_ARGS)
 
 lint:
 	$(VENV)/bin/ruff check .

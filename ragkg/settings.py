@@ -52,6 +52,8 @@ INSTALLED_APPS = [
     "apps.graph",
     "apps.health",
     "apps.ingest",
+    "apps.models",
+    "apps.vectors",
 ]
 
 MIDDLEWARE = [
@@ -182,6 +184,22 @@ if _unknown_queues:
 
 # --- models -------------------------------------------------------------------------
 MODEL_PROFILE = env_choice("RAGKG_MODEL_PROFILE", "offline", ("offline", "hub"))
+# Offline profile's text embedder: minilm (all-MiniLM-L6-v2, English) or e5 (multilingual-e5-small).
+TEXT_EMBEDDER = env_choice("RAGKG_TEXT_EMBEDDER", "minilm", ("minilm", "e5"))
+# auto: CUDA when torch sees a GPU (models in fp16 there), else the CPU.
+MODEL_DEVICE = env_choice("RAGKG_MODEL_DEVICE", "auto", ("auto", "cpu", "cuda"))
+EMBED_BATCH_SIZE = env_int("RAGKG_EMBED_BATCH_SIZE", 64, minimum=1)
+# open_clip model of the CLIP space. Empty: the profile's default (offline: off; hub: ViT-B-32);
+# "off": no CLIP space; "ragkg-tiny-clip": a tiny random model for wiring tests (docs/models.md).
+CLIP_MODEL = env_str("RAGKG_CLIP_MODEL", "")
+# open_clip pretrained tag or a local checkpoint file. Empty: laion2b_s34b_b79k for the hub default.
+CLIP_PRETRAINED = env_str("RAGKG_CLIP_PRETRAINED", "")
+# Converted copies of packaged weights (the generator's safetensors) for fast reloads.
+MODEL_CACHE_DIR = env_path("RAGKG_MODEL_CACHE_DIR", STATE_DIR / "models", base=BASE_DIR)
+# OCR lines recognised with less confidence than this are dropped.
+OCR_MIN_CONFIDENCE = env_float("RAGKG_OCR_MIN_CONFIDENCE", 0.6, minimum=0.0)
+# Set by the Hugging Face libraries' own variable: hub models are then reported, never fetched.
+HUB_OFFLINE = env_bool("HF_HUB_OFFLINE", False) or env_bool("TRANSFORMERS_OFFLINE", False)
 
 # --- ingestion ------------------------------------------------------------------------
 MEDIA_ROOT = env_path("RAGKG_MEDIA_DIR", STATE_DIR / "media", base=BASE_DIR)
@@ -195,16 +213,49 @@ INGEST_MAX_IMAGE_PIXELS = env_int("INGEST_MAX_IMAGE_PIXELS", 40_000_000, minimum
 INGEST_MAX_ZIP_MEMBERS = env_int("INGEST_MAX_ZIP_MEMBERS", 2000, minimum=1)
 INGEST_MAX_ZIP_BYTES = env_int("INGEST_MAX_ZIP_BYTES", 500 * 1024 * 1024, minimum=1)
 INGEST_MAX_TABLE_ROWS = env_int("INGEST_MAX_TABLE_ROWS", 200_000, minimum=1)
-# A job whose worker died is retried this many times in all, then marked failed.
 # Documents parsed, analysed and written to the graph together (one Neo4j transaction).
 INGEST_BATCH_SIZE = env_int("INGEST_BATCH_SIZE", 64, minimum=1)
 # Helper processes running entity extraction for each ingesting worker process (0: in the
 # worker process itself). One per CPU core keeps every core busy while Neo4j writes.
 INGEST_NER_PROCESSES = env_int("INGEST_NER_PROCESSES", min(2, os.cpu_count() or 1), minimum=0)
+# A job whose worker died is retried this many times in all, then marked failed.
 INGEST_JOB_MAX_ATTEMPTS = env_int("INGEST_JOB_MAX_ATTEMPTS", 3, minimum=1)
 DEFAULT_COLLECTION = env_str("RAGKG_DEFAULT_COLLECTION", "default")
 # The demo corpus `make run` loads (../shared/data beside the clone).
 DEMO_DATA_DIR = env_path("RAGKG_DEMO_DATA_DIR", BASE_DIR.parent / "shared" / "data", base=BASE_DIR)
+
+# --- vectors ---------------------------------------------------------------------------
+# FAISS indexes, one per embedding space, saved under this folder (docs/vectors.md).
+VECTORS_DIR = env_path("RAGKG_VECTORS_DIR", STATE_DIR / "vectors", base=BASE_DIR)
+_VECTOR_INDEX_TYPES = ("flat", "hnsw", "ivfpq")
+VECTORS_TEXT_INDEX = env_choice("VECTORS_TEXT_INDEX", "hnsw", _VECTOR_INDEX_TYPES)
+VECTORS_CLIP_INDEX = env_choice("VECTORS_CLIP_INDEX", "hnsw", _VECTOR_INDEX_TYPES)
+# What each space holds; a saved index of another model or dimension must be rebuilt (`manage.py vectors rebuild`).
+# The defaults follow the model settings above; set these only for a model the table does not know.
+_TEXT_SPACES = {"minilm": ("all-MiniLM-L6-v2", 384), "e5": ("multilingual-e5-small", 384), "hub": ("BAAI/bge-m3", 1024)}
+_text_space = _TEXT_SPACES["hub" if MODEL_PROFILE == "hub" else TEXT_EMBEDDER]
+_CLIP_SPACES = {"ragkg-tiny-clip": 32, "ViT-B-32": 512, "ViT-B-16": 512, "ViT-L-14": 768}
+_clip_model = CLIP_MODEL if CLIP_MODEL and CLIP_MODEL.lower() not in ("off", "none") else "ViT-B-32"
+VECTORS_TEXT_MODEL = env_str("VECTORS_TEXT_MODEL", _text_space[0])
+VECTORS_TEXT_DIM = env_int("VECTORS_TEXT_DIM", _text_space[1], minimum=1)
+VECTORS_CLIP_MODEL = env_str("VECTORS_CLIP_MODEL", _clip_model)
+VECTORS_CLIP_DIM = env_int("VECTORS_CLIP_DIM", _CLIP_SPACES.get(_clip_model, 512), minimum=1)
+VECTORS_HNSW_M = env_int("VECTORS_HNSW_M", 32, minimum=4, maximum=256)
+VECTORS_HNSW_EF_CONSTRUCTION = env_int("VECTORS_HNSW_EF_CONSTRUCTION", 80, minimum=8)
+VECTORS_HNSW_EF_SEARCH = env_int("VECTORS_HNSW_EF_SEARCH", 96, minimum=1)
+# HNSW cannot delete: removed vectors are hidden until they pass this fraction, then the graph is rebuilt.
+VECTORS_HNSW_MAX_TOMBSTONES = env_float("VECTORS_HNSW_MAX_TOMBSTONES", 0.2, minimum=0.0)
+if VECTORS_HNSW_MAX_TOMBSTONES > 1.0:
+    raise EnvError("VECTORS_HNSW_MAX_TOMBSTONES is a fraction between 0 and 1")
+# IVF-PQ is searched exactly until it holds 39 * NLIST vectors, then trained once.
+VECTORS_IVFPQ_NLIST = env_int("VECTORS_IVFPQ_NLIST", 1024, minimum=1)
+VECTORS_IVFPQ_M = env_int("VECTORS_IVFPQ_M", 48, minimum=1)
+VECTORS_IVFPQ_NBITS = env_int("VECTORS_IVFPQ_NBITS", 8, minimum=1, maximum=16)
+VECTORS_IVFPQ_NPROBE = env_int("VECTORS_IVFPQ_NPROBE", 32, minimum=1)
+# A collection filter that leaves at most this many vectors is answered by exact search over them.
+VECTORS_FILTER_EXACT_MAX = env_int("VECTORS_FILTER_EXACT_MAX", 4096, minimum=0)
+# auto: search on the GPU when faiss has GPU support and sees a GPU; off: always the CPU.
+VECTORS_GPU = env_choice("VECTORS_GPU", "auto", ("auto", "off"))
 
 # --- health checks ------------------------------------------------------------------
 HEALTH_CHECK_TIMEOUT = env_float("HEALTH_CHECK_TIMEOUT", 3.0, minimum=0.1)

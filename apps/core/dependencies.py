@@ -16,6 +16,7 @@ NEO4J = "neo4j"
 REDIS = "redis"
 CELERY = "celery"
 MODELS = "models"
+VECTORS = "vectors"
 
 LABELS = {
     DATABASE: "relational database",
@@ -23,6 +24,7 @@ LABELS = {
     REDIS: "Redis broker",
     CELERY: "Celery worker",
     MODELS: "models",
+    VECTORS: "vector indexes",
 }
 
 
@@ -68,6 +70,8 @@ def fix_for(service: str, *, auth: bool = False) -> str:
         return "start PostgreSQL at DATABASE_URL (or fix DATABASE_URL), then make migrate"
     if service == MODELS:
         return "make setup   (installs the model packages of the configured profile)"
+    if service == VECTORS:
+        return "python manage.py vectors rebuild   (re-embeds every chunk, row and image from Neo4j)"
     return "make doctor"
 
 

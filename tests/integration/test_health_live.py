@@ -18,7 +18,7 @@ def test_healthz_all_green(live_services: None) -> None:
     body = response.json()
     assert response.status_code == 200, body
     assert body["status"] == "ok"
-    assert set(body["checks"]) == {"database", "neo4j", "redis", "celery", "models"}
+    assert set(body["checks"]) == {"database", "neo4j", "redis", "celery", "models", "vectors"}
     assert "Neo4j Kernel 5.26" in body["checks"]["neo4j"]["detail"]
     assert "ingest" in body["checks"]["celery"]["detail"] and "gpu" in body["checks"]["celery"]["detail"]
 

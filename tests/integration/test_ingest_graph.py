@@ -26,6 +26,13 @@ ADA = (
 BABBAGE = "Charles Babbage was born in London. He taught at Cambridge University."
 
 
+@pytest.fixture(autouse=True)
+def vectors_dir(tmp_path: Path, settings: Settings) -> Path:
+    """Each test starts with empty vector indexes, like its empty graph."""
+    settings.VECTORS_DIR = tmp_path / "vectors"
+    return Path(settings.VECTORS_DIR)
+
+
 @pytest.fixture
 def media(tmp_path: Path, settings: Settings) -> Path:
     settings.MEDIA_ROOT = tmp_path / "media"
@@ -248,10 +255,10 @@ def test_one_document_failing_in_a_batch_fails_alone(empty_graph: Driver, monkey
 
     real_write = writer.documents_graph_write
 
-    def refuse_poison(*, driver: Driver, graphs: Any, replaces: Any = ()) -> None:
+    def refuse_poison(*, driver: Driver, graphs: Any, replaces: Any = ()) -> list[str]:
         if any(graph.document["path"] == "poison.txt" for graph in graphs):
             raise neo4j.exceptions.ClientError("refused for the test")
-        real_write(driver=driver, graphs=graphs, replaces=replaces)
+        return real_write(driver=driver, graphs=graphs, replaces=replaces)
 
     monkeypatch.setattr(services, "documents_graph_write", refuse_poison)
     uploads = [
@@ -308,3 +315,61 @@ def test_pipelined_batches_see_the_batch_written_before_them(empty_graph: Driver
     ids = {row["id"] for row in query(empty_graph, "MATCH (d:Document) RETURN d.id AS id")}
     assert ids == {outcomes[1].document_id, outcomes[3].document_id}
     assert set(Document.objects.values_list("id", flat=True)) == ids
+
+
+def nearest(query: str, k: int = 3) -> list[str]:
+    from apps.models.registry import text_embedder
+    from apps.vectors.services import vectors_search
+
+    [hits] = vectors_search(space="text", queries=text_embedder().embed_queries([query]), k=k)
+    return [hit.node_id for hit in hits]
+
+
+def unit_ids(driver: Driver, document_id: str) -> set[str]:
+    rows = query(
+        driver,
+        "MATCH (:Document {id: $id})-[:HAS_CHUNK|HAS_IMAGE|HAS_TABLE|HAS_ROW*1..2]->(u) "
+        "WHERE u:Chunk OR u:Row OR u:Image RETURN u.id AS id",
+        id=document_id,
+    )
+    return {row["id"] for row in rows}
+
+
+def test_units_get_vectors_that_follow_replacement_and_deletion(empty_graph: Driver) -> None:
+    from apps.ingest.services import document_delete
+
+    [ada] = ingest(empty_graph, "ada.txt", ADA.encode())
+    [table] = ingest(empty_graph, "planets.csv", b"planet,moons\nMars,2\nJupiter,95\n")
+    [ada_chunk] = unit_ids(empty_graph, ada.document_id)
+    assert nearest("Who worked with Babbage in London?")[0] == ada_chunk
+    jupiter = query(empty_graph, "MATCH (r:Row) WHERE r.cells[0] = 'Jupiter' RETURN r.id AS id")[0]["id"]
+    assert nearest("How many moons does Jupiter have?")[0] == jupiter
+
+    [new] = ingest(empty_graph, "ada.txt", BABBAGE.encode())
+    assert new.status == REPLACED
+    [new_chunk] = unit_ids(empty_graph, new.document_id)
+    found = nearest("Where was Charles Babbage born?", k=10)
+    assert found[0] == new_chunk
+    assert ada_chunk not in found
+
+    assert document_delete(driver=empty_graph, document_id=table.document_id)
+    assert set(nearest("How many moons does Jupiter have?", k=10)) == {new_chunk}
+
+
+def test_an_image_is_described_and_found_by_its_text(empty_graph: Driver, media: Path) -> None:
+    from PIL import ImageDraw, ImageFont
+
+    image = Image.new("RGB", (640, 160), "white")
+    ImageDraw.Draw(image).text((20, 40), "QUARTERLY REPORT", fill="black", font=ImageFont.load_default(size=48))
+    data = io.BytesIO()
+    image.save(data, format="PNG")
+    [outcome] = ingest(empty_graph, "scan.png", data.getvalue())
+    node = query(
+        empty_graph,
+        "MATCH (:Document {id: $id})-[:HAS_IMAGE]->(i) RETURN i {.*} AS i",
+        id=outcome.document_id,
+    )[0]["i"]
+    assert "QUARTERLY" in node["ocr_text"].upper()
+    assert len(node["labels"]) == len(node["label_scores"]) == 5
+    assert node["text"].startswith("Image of ")
+    assert nearest("quarterly report")[0] == node["id"]

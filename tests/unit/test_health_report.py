@@ -3,6 +3,7 @@
 import json
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 from django.core.management import call_command
@@ -82,3 +83,34 @@ def test_doctor_json(fake_checks: dict[str, Callable[[], CheckResult]], capsys: 
     body = json.loads(capsys.readouterr().out)
     assert body["status"] == "degraded"
     assert body["checks"]["neo4j"]["fix"] == "fix neo4j"
+
+
+def test_the_vectors_check_reports_empty_saved_corrupt_and_mismatched_indexes(
+    tmp_path: Path, settings: SettingsWrapper
+) -> None:
+    import numpy as np
+
+    from apps.vectors.config import space_dir
+    from apps.vectors.services import vectors_add
+    from apps.vectors.types import VectorItem
+
+    settings.VECTORS_DIR = tmp_path / "vectors"
+    settings.VECTORS_TEXT_INDEX = "flat"
+    assert checks.check_vectors().as_dict()["detail"] == "text: empty"
+
+    vectors = np.eye(2, settings.VECTORS_TEXT_DIM, dtype=np.float32)
+    vectors_add(
+        space="text", items=[VectorItem("a" * 32, "Chunk", "c"), VectorItem("b" * 32, "Chunk", "c")], vectors=vectors
+    )
+    report = checks.check_vectors()
+    assert report.ok and "text: 2 vectors (flat, v1)" in report.detail
+
+    settings.VECTORS_TEXT_MODEL = "multilingual-e5-small"
+    report = checks.check_vectors()
+    assert not report.ok and "the index holds all-MiniLM-L6-v2" in report.detail
+    assert "vectors rebuild" in str(report.as_dict()["fix"])
+
+    settings.VECTORS_TEXT_MODEL = "all-MiniLM-L6-v2"
+    (space_dir("text") / "manifest.json").write_text("{not json")
+    report = checks.check_vectors()
+    assert not report.ok and "unreadable" in report.detail

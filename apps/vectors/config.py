@@ -1,0 +1,44 @@
+"""Each embedding space's index configuration, from settings."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from django.conf import settings
+
+from apps.vectors.types import SPACES, HnswParams, IvfPqParams, SpaceConfig
+
+
+def check_space(space: str) -> str:
+    if space not in SPACES:
+        raise ValueError(f"unknown embedding space {space!r} (use one of {', '.join(SPACES)})")
+    return space
+
+
+def space_config(space: str) -> SpaceConfig:
+    prefix = f"VECTORS_{check_space(space).upper()}"
+    return SpaceConfig(
+        space=space,
+        dim=getattr(settings, f"{prefix}_DIM"),
+        model=getattr(settings, f"{prefix}_MODEL"),
+        index_type=getattr(settings, f"{prefix}_INDEX"),
+        hnsw=HnswParams(
+            m=settings.VECTORS_HNSW_M,
+            ef_construction=settings.VECTORS_HNSW_EF_CONSTRUCTION,
+            ef_search=settings.VECTORS_HNSW_EF_SEARCH,
+            max_tombstones=settings.VECTORS_HNSW_MAX_TOMBSTONES,
+        ),
+        ivfpq=IvfPqParams(
+            nlist=settings.VECTORS_IVFPQ_NLIST,
+            m=settings.VECTORS_IVFPQ_M,
+            nbits=settings.VECTORS_IVFPQ_NBITS,
+            nprobe=settings.VECTORS_IVFPQ_NPROBE,
+        ),
+        filter_exact_max=settings.VECTORS_FILTER_EXACT_MAX,
+        use_gpu=settings.VECTORS_GPU == "auto",
+    )
+
+
+def space_dir(space: str) -> Path:
+    """Where a space's index files live."""
+    return Path(settings.VECTORS_DIR) / check_space(space)

@@ -1,0 +1,43 @@
+"""Where the vector layer gets embeddings when it must make them itself (rebuild, repair).
+
+Ingestion embeds and calls ``vectors_add``; only rebuilding from the graph needs an embedder
+here, passed in as a plain callable so tests inject a deterministic fake.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+from typing import cast
+
+import numpy as np
+
+from apps.vectors.errors import EmbedderUnavailable, IndexMismatch
+from apps.vectors.types import EmbedFn, Vectors
+
+logger = logging.getLogger(__name__)
+
+
+def default_text_embed() -> EmbedFn:
+    """The configured text embedding model's ``embed_documents`` (from ``apps.models``)."""
+    try:
+        models = importlib.import_module("apps.models.registry")
+    except ImportError as exc:
+        raise EmbedderUnavailable(f"no text embedding model is available ({exc})") from exc
+    embedder = models.text_embedder()
+    logger.info("text embeddings from %s (%s dimensions)", type(embedder).__name__, getattr(embedder, "dim", "?"))
+    return cast(EmbedFn, embedder.embed_documents)
+
+
+def embed_checked(embed: EmbedFn, contents: list[str], *, dim: int, space: str) -> Vectors:
+    """Embed and check that one ``dim``-dimensional row came back per input."""
+    vectors = np.asarray(embed(contents), dtype=np.float32)
+    if vectors.ndim != 2 or vectors.shape[0] != len(contents):
+        raise ValueError(f"the embedder returned shape {vectors.shape} for {len(contents)} inputs")
+    if vectors.shape[1] != dim:
+        raise IndexMismatch(
+            f"the embedder gives {vectors.shape[1]}-d vectors but the {space} space is configured for {dim} "
+            f"(VECTORS_{space.upper()}_DIM, VECTORS_{space.upper()}_MODEL): fix the setting, then "
+            f"run `manage.py vectors rebuild --space {space}`"
+        )
+    return vectors

@@ -1,0 +1,27 @@
+"""What can go wrong with a vector index, as distinct exception types."""
+
+from __future__ import annotations
+
+
+class VectorIndexError(Exception):
+    """Base class of the vector layer's errors."""
+
+
+class IndexMissing(VectorIndexError):
+    """Nothing has been saved for this space yet."""
+
+
+class IndexCorrupt(VectorIndexError):
+    """A saved index is unreadable, incomplete or fails its checksum."""
+
+
+class IndexMismatch(VectorIndexError):
+    """A saved index was made for another embedding model or dimension."""
+
+
+class IdCollision(VectorIndexError):
+    """Two different graph nodes map to the same 63-bit vector id."""
+
+
+class EmbedderUnavailable(VectorIndexError):
+    """No embedding model is wired for this space."""

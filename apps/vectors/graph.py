@@ -1,0 +1,68 @@
+"""Reading from Neo4j the graph nodes that carry vectors, per embedding space."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import NamedTuple
+
+from django.conf import settings
+from neo4j import Driver
+
+from apps.graph import cypher
+from apps.vectors.config import check_space
+
+logger = logging.getLogger(__name__)
+
+# (label, embedded property) of the nodes each space holds a vector for.
+SPACE_UNITS: dict[str, tuple[tuple[str, str], ...]] = {
+    "text": (("Chunk", "text"), ("Row", "text"), ("Image", "text")),
+    "clip": (("Image", "path"),),
+}
+
+
+class Unit(NamedTuple):
+    """A graph node that should have a vector; ``content`` is what is embedded (text, or an image file)."""
+
+    node_id: str
+    label: str
+    collection: str
+    content: str
+
+
+def _content(prop: str, value: str) -> str:
+    return str(Path(settings.MEDIA_ROOT) / value) if prop == "path" else value
+
+
+def graph_units(
+    *, driver: Driver, space: str, with_content: bool, collections: set[str] | None = None, page: int = 2000
+) -> Iterator[Unit]:
+    """Every node of the space (optionally only these collections), page by page in id order."""
+    for label, prop in SPACE_UNITS[check_space(space)]:
+        statement = cypher.vector_units_page(label, prop, with_content=with_content)
+        after = ""
+        while True:
+            records, _, _ = driver.execute_query(statement, after=after, limit=page, database_=settings.NEO4J_DATABASE)
+            for record in records:
+                collection = record["collection"]
+                if collection is None or (collections is not None and collection not in collections):
+                    continue  # an orphan (no document) or another collection
+                content = _content(prop, record["content"]) if with_content else ""
+                yield Unit(record["id"], label, collection, content)
+            if len(records) < page:
+                break
+            after = max(record["id"] for record in records)
+
+
+def graph_units_by_id(*, driver: Driver, space: str, label: str, node_ids: Sequence[str]) -> list[Unit]:
+    """Those of these nodes (all of one label) that the space holds, with their content."""
+    [prop] = [prop for unit_label, prop in SPACE_UNITS[check_space(space)] if unit_label == label]
+    records, _, _ = driver.execute_query(
+        cypher.vector_units_by_id(label, prop), ids=list(node_ids), database_=settings.NEO4J_DATABASE
+    )
+    return [
+        Unit(record["id"], label, record["collection"], _content(prop, record["content"]))
+        for record in records
+        if record["collection"] is not None
+    ]

@@ -1,0 +1,87 @@
+import json
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from apps.graph.driver import get_driver
+from apps.vectors import embedding
+from apps.vectors.errors import VectorIndexError
+from apps.vectors.maintenance import CheckReport, vectors_check, vectors_rebuild
+from apps.vectors.services import vectors_info
+from apps.vectors.types import SPACES, EmbedFn
+
+
+def _embedder(space: str) -> EmbedFn:
+    if space != "text":
+        raise CommandError(f"no default embedder is wired for the {space} space yet")
+    try:
+        return embedding.default_text_embed()
+    except VectorIndexError as exc:
+        raise CommandError(str(exc)) from exc
+
+
+class Command(BaseCommand):
+    help = "Inspect the FAISS vector indexes, check them against the graph, repair or rebuild them."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        actions = parser.add_subparsers(dest="action", required=True)
+        rebuild = actions.add_parser("rebuild", help="re-embed every node of a space from Neo4j into a new index")
+        rebuild.add_argument("--space", choices=SPACES, default="text")
+        check = actions.add_parser("check", help="compare an index with the graph (nodes without vectors, and back)")
+        check.add_argument("--space", choices=SPACES, default="text")
+        check.add_argument("--collection", action="append", dest="collections", help="only this collection (repeat)")
+        check.add_argument("--repair", action="store_true", help="add the missing vectors, remove the extra ones")
+        check.add_argument("--json", action="store_true", help="print the report as JSON")
+        info = actions.add_parser("info", help="what each index holds")
+        info.add_argument("--space", choices=SPACES, action="append", dest="spaces")
+        info.add_argument("--json", action="store_true")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        try:
+            getattr(self, f"_{options['action']}")(options)
+        except VectorIndexError as exc:
+            raise CommandError(f"{type(exc).__name__}: {exc}") from exc
+
+    def _rebuild(self, options: dict[str, Any]) -> None:
+        space = options["space"]
+        report = vectors_rebuild(driver=get_driver(), space=space, embed=_embedder(space))
+        self.stdout.write(
+            self.style.SUCCESS(
+                f"rebuilt {space} vectors: {report.count} ({report.index_type}) in {report.seconds}s {report.labels}"
+            )
+        )
+
+    def _check(self, options: dict[str, Any]) -> None:
+        space, repair = options["space"], options["repair"]
+        collections = set(options["collections"]) if options["collections"] else None
+        embed = _embedder(space) if repair else None
+        report = vectors_check(driver=get_driver(), space=space, collections=collections, repair=repair, embed=embed)
+        if options["json"]:
+            self.stdout.write(json.dumps(report.as_dict(), indent=2))
+        else:
+            self._write_check(report)
+        if not report.ok and not repair:
+            raise CommandError(f"the {space} index and the graph differ (run with --repair)", returncode=1)
+
+    def _write_check(self, report: CheckReport) -> None:
+        self.stdout.write(
+            f"{report.space}: {report.graph} nodes in the graph, {report.index} vectors; "
+            f"{len(report.missing)} missing, {len(report.extra)} extra, {len(report.collisions)} id collisions"
+        )
+        if report.added or report.removed:
+            self.stdout.write(f"repaired: {report.added} added, {report.removed} removed")
+        style = self.style.SUCCESS if report.ok else self.style.WARNING
+        self.stdout.write(style("in step with the graph" if report.ok else "out of step with the graph"))
+
+    def _info(self, options: dict[str, Any]) -> None:
+        infos = [vectors_info(space=space) for space in options["spaces"] or SPACES]
+        if options["json"]:
+            self.stdout.write(json.dumps(infos, indent=2))
+            return
+        for info in infos:
+            self.stdout.write(
+                f"{info['space']}: {info['count']} vectors, {info['index_type']}"
+                f"{' (trained)' if info['trained'] else ''}, {info['dimension']}-d {info['model']}, "
+                f"v{info['version']}, {info['tombstones']} tombstones, gpu={info['gpu']}; "
+                f"saved: {info['saved']}; {info.get('collections', {})}"
+            )

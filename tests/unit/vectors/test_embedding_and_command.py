@@ -1,0 +1,79 @@
+"""The default embedder hook and the `vectors` management command (without Neo4j)."""
+
+from __future__ import annotations
+
+import json
+import sys
+import types
+from io import StringIO
+from pathlib import Path
+
+import numpy as np
+import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
+from pytest_django.fixtures import Settings
+
+from apps.vectors.embedding import default_text_embed, embed_checked
+from apps.vectors.errors import EmbedderUnavailable, IndexMismatch
+from apps.vectors.registry import vector_registry_reset
+from apps.vectors.services import vectors_add
+from tests.unit.vectors.fakes import clustered, hashing_embed, items
+
+
+def test_without_the_models_app_the_default_embedder_is_unavailable(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "apps.models.registry", None)  # import fails
+    with pytest.raises(EmbedderUnavailable, match="no text embedding model"):
+        default_text_embed()
+
+
+def test_the_default_embedder_is_the_models_apps_text_embedder(monkeypatch: pytest.MonkeyPatch) -> None:
+    class Embedder:
+        dim = 8
+
+        def embed_documents(self, texts: list[str]) -> np.ndarray:
+            return hashing_embed(texts, 8)
+
+    module = types.ModuleType("apps.models.registry")
+    module.text_embedder = Embedder  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "apps.models.registry", module)
+    assert default_text_embed()(["one", "two"]).shape == (2, 8)
+
+
+def test_an_embedder_of_another_dimension_is_refused_with_the_fix() -> None:
+    with pytest.raises(IndexMismatch, match=r"8-d vectors .* configured for 32 .*vectors rebuild --space text"):
+        embed_checked(lambda texts: hashing_embed(texts, 8), ["a"], dim=32, space="text")
+    with pytest.raises(ValueError, match="returned shape"):
+        embed_checked(lambda texts: hashing_embed(texts[:1], 32), ["a", "b"], dim=32, space="text")
+
+
+def test_the_fake_embedder_is_deterministic_and_word_sensitive() -> None:
+    a, b, c = hashing_embed(["Ada Lovelace wrote", "Ada Lovelace wrote", "steam engines"])
+    assert np.array_equal(a, b) and float(a @ c) < 0.5 and float(np.linalg.norm(a)) == pytest.approx(1.0)
+
+
+def test_info_prints_each_space(vectors_dir: Path) -> None:
+    vectors_add(space="text", items=items(0, 3), vectors=clustered(3, 32))
+    out = StringIO()
+    call_command("vectors", "info", "--space", "text", "--json", stdout=out)
+    [info] = json.loads(out.getvalue())
+    assert info["count"] == 3 and info["saved"]["version"] == 1 and info["directory"] == str(vectors_dir / "text")
+    out = StringIO()
+    call_command("vectors", "info", stdout=out)
+    assert "text: 3 vectors, flat" in out.getvalue() and "clip: 0 vectors" in out.getvalue()
+
+
+def test_info_reports_a_model_change_as_a_command_error(vectors_dir: Path, settings: Settings) -> None:
+    vectors_add(space="text", items=items(0, 3), vectors=clustered(3, 32))
+    settings.VECTORS_TEXT_MODEL = "another-model"
+    vector_registry_reset()
+    with pytest.raises(CommandError, match=r"IndexMismatch: .*manage\.py vectors rebuild --space text"):
+        call_command("vectors", "info", "--space", "text")
+
+
+def test_rebuild_without_an_embedder_says_so(vectors_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "apps.models.registry", None)
+    with pytest.raises(CommandError, match="no text embedding model"):
+        call_command("vectors", "rebuild", "--space", "text")
+    with pytest.raises(CommandError, match="no default embedder is wired for the clip space"):
+        call_command("vectors", "rebuild", "--space", "clip")
