@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib
 import logging
+from pathlib import Path
 from typing import cast
 
 import numpy as np
@@ -27,6 +28,29 @@ def default_text_embed() -> EmbedFn:
     embedder = models.text_embedder()
     logger.info("text embeddings from %s (%s dimensions)", type(embedder).__name__, getattr(embedder, "dim", "?"))
     return cast(EmbedFn, embedder.embed_documents)
+
+
+def default_clip_embed() -> EmbedFn:
+    """The configured CLIP model's image tower over stored image files (paths under MEDIA_ROOT)."""
+    from django.conf import settings
+    from PIL import Image
+
+    try:
+        models = importlib.import_module("apps.models.registry")
+    except ImportError as exc:
+        raise EmbedderUnavailable(f"no CLIP embedding model is available ({exc})") from exc
+    clip = models.clip_embedder()
+    if clip is None:
+        raise EmbedderUnavailable("the CLIP space is off: set RAGKG_CLIP_MODEL to an open_clip model")
+
+    def embed(paths: list[str]) -> Vectors:
+        images = []
+        for path in paths:
+            with Image.open(Path(settings.MEDIA_ROOT) / path) as image:
+                images.append(image.convert("RGB"))
+        return cast(Vectors, clip.embed_images(images))
+
+    return embed
 
 
 def embed_checked(embed: EmbedFn, contents: list[str], *, dim: int, space: str) -> Vectors:

@@ -373,3 +373,24 @@ def test_an_image_is_described_and_found_by_its_text(empty_graph: Driver, media:
     assert len(node["labels"]) == len(node["label_scores"]) == 5
     assert node["text"].startswith("Image of ")
     assert nearest("quarterly report")[0] == node["id"]
+
+
+def test_with_a_clip_model_images_also_get_clip_vectors(empty_graph: Driver, media: Path, settings: Settings) -> None:
+    """The CLIP path end to end with the tiny random open_clip model (wiring only: its vectors mean nothing)."""
+    from apps.ingest.services import document_delete
+    from apps.models.registry import clip_embedder
+    from apps.vectors.services import vectors_search
+
+    settings.CLIP_MODEL = settings.VECTORS_CLIP_MODEL = "ragkg-tiny-clip"
+    settings.VECTORS_CLIP_DIM = 32
+    image = io.BytesIO()
+    Image.new("RGB", (64, 48), "orange").save(image, format="PNG")
+    [outcome] = ingest(empty_graph, "orange.png", image.getvalue())
+    [image_id] = unit_ids(empty_graph, outcome.document_id)
+    clip = clip_embedder()
+    assert clip is not None
+    [hits] = vectors_search(space="clip", queries=clip.embed_texts(["an orange square"]), k=5)
+    assert [(hit.node_id, hit.label) for hit in hits] == [(image_id, "Image")]
+    assert document_delete(driver=empty_graph, document_id=outcome.document_id)
+    [hits] = vectors_search(space="clip", queries=clip.embed_texts(["an orange square"]), k=5)
+    assert hits == []

@@ -16,7 +16,7 @@ from tests.support import manage
 
 pytestmark = pytest.mark.integration
 
-PASSAGES = 120
+PASSAGES = 600  # long enough (tens of seconds) to be caught running
 
 
 def worker_pool_processes() -> list[int]:
@@ -46,9 +46,12 @@ def test_a_killed_worker_process_leaves_a_job_that_is_retried_to_done(live_servi
     job_id = str(json.loads(started.stdout)["id"])
 
     deadline = time.monotonic() + 120
-    while job_state(job_id)["state"] != "running":
+    state = job_state(job_id)
+    while state["state"] != "running" or state["percent"] == 0:
+        assert state["state"] in ("queued", "running"), f"the job ended before it could be killed: {state}"
         assert time.monotonic() < deadline, "the job never started"
-        time.sleep(0.3)
+        time.sleep(0.2)
+        state = job_state(job_id)
     for pid in worker_pool_processes():
         os.kill(pid, signal.SIGKILL)
 

@@ -75,5 +75,11 @@ def test_rebuild_without_an_embedder_says_so(vectors_dir: Path, monkeypatch: pyt
     monkeypatch.setitem(sys.modules, "apps.models.registry", None)
     with pytest.raises(CommandError, match="no text embedding model"):
         call_command("vectors", "rebuild", "--space", "text")
-    with pytest.raises(CommandError, match="no default embedder is wired for the clip space"):
+    with pytest.raises(CommandError, match="no CLIP embedding model"):
+        call_command("vectors", "rebuild", "--space", "clip")
+
+
+def test_rebuilding_the_clip_space_while_it_is_off_names_the_setting(vectors_dir: Path, settings: Settings) -> None:
+    settings.CLIP_MODEL = "off"
+    with pytest.raises(CommandError, match="the CLIP space is off: set RAGKG_CLIP_MODEL"):
         call_command("vectors", "rebuild", "--space", "clip")

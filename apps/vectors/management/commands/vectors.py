@@ -12,10 +12,8 @@ from apps.vectors.types import SPACES, EmbedFn
 
 
 def _embedder(space: str) -> EmbedFn:
-    if space != "text":
-        raise CommandError(f"no default embedder is wired for the {space} space yet")
     try:
-        return embedding.default_text_embed()
+        return embedding.default_text_embed() if space == "text" else embedding.default_clip_embed()
     except VectorIndexError as exc:
         raise CommandError(str(exc)) from exc
 
