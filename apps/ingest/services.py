@@ -103,7 +103,6 @@ class _Batch:
     collection: str
     pending: dict[int, _Pending]
     outcomes: dict[int, FileOutcome]
-    models: ModelSet
     extraction: PendingExtraction | None = None
 
     def conflicts_with(self, parsed: Sequence[ParsedDocument]) -> bool:
@@ -126,7 +125,7 @@ class _Tools:
 def _batch_start(*, tools: _Tools, parsed: Sequence[ParsedDocument], collection: str) -> _Batch:
     """Sort out unchanged documents, chunk the rest, describe their images, start entity extraction."""
     timer = tools.timer
-    batch = _Batch(parsed=parsed, collection=collection, pending={}, outcomes={}, models=tools.models)
+    batch = _Batch(parsed=parsed, collection=collection, pending={}, outcomes={})
     batch.pending = _pending(driver=tools.driver, parsed=parsed, collection=collection, outcomes=batch.outcomes)
     with timer.stage("images"):
         for item in batch.pending.values():
@@ -172,7 +171,7 @@ def _batch_write(*, tools: _Tools, batch: _Batch) -> list[FileOutcome]:
     outcomes, timer, items = batch.outcomes, tools.timer, list(batch.pending.values())
     with timer.stage("embed"):
         embedded = units_embed(
-            models=batch.models,
+            models=tools.models,
             collection=batch.collection,
             documents=[(item.units, item.parsed.images, item.images) for item in items],
         )
@@ -189,7 +188,7 @@ def _batch_write(*, tools: _Tools, batch: _Batch) -> list[FileOutcome]:
         _record(collection=batch.collection, pending=written)
     with timer.stage("index_write"):
         unit_vectors_store(
-            spaces=vector_spaces(batch.models),
+            spaces=vector_spaces(tools.models),
             added=[item.vectors for item in written if item.vectors is not None],
             removed_units=removed_units,
         )

@@ -9,7 +9,7 @@ from __future__ import annotations
 import importlib
 import logging
 from pathlib import Path
-from typing import cast
+from typing import Any, cast
 
 import numpy as np
 
@@ -19,13 +19,17 @@ from apps.vectors.types import EmbedFn, Vectors
 logger = logging.getLogger(__name__)
 
 
+def _model_registry(role: str) -> Any:
+    """``apps.models.registry``, or EmbedderUnavailable naming ``role`` when it cannot be imported."""
+    try:
+        return importlib.import_module("apps.models.registry")
+    except ImportError as exc:
+        raise EmbedderUnavailable(f"no {role} embedding model is available ({exc})") from exc
+
+
 def default_text_embed() -> EmbedFn:
     """The configured text embedding model's ``embed_documents`` (from ``apps.models``)."""
-    try:
-        models = importlib.import_module("apps.models.registry")
-    except ImportError as exc:
-        raise EmbedderUnavailable(f"no text embedding model is available ({exc})") from exc
-    embedder = models.text_embedder()
+    embedder = _model_registry("text").text_embedder()
     logger.info("text embeddings from %s (%s dimensions)", type(embedder).__name__, getattr(embedder, "dim", "?"))
     return cast(EmbedFn, embedder.embed_documents)
 
@@ -35,11 +39,7 @@ def default_clip_embed() -> EmbedFn:
     from django.conf import settings
     from PIL import Image
 
-    try:
-        models = importlib.import_module("apps.models.registry")
-    except ImportError as exc:
-        raise EmbedderUnavailable(f"no CLIP embedding model is available ({exc})") from exc
-    clip = models.clip_embedder()
+    clip = _model_registry("CLIP").clip_embedder()
     if clip is None:
         raise EmbedderUnavailable("the CLIP space is off: set RAGKG_CLIP_MODEL to an open_clip model")
 
