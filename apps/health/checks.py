@@ -136,13 +136,12 @@ def check_models() -> CheckResult:
 def check_vectors() -> CheckResult:
     """Each space's saved index: its manifest reads, matches the configured model and names files
     that exist (cheap enough for /healthz; ``manage.py vectors check`` compares ids with Neo4j)."""
-    from apps.ingest.enrich import vector_spaces_in_use
-    from apps.vectors.config import space_config, space_dir
+    from apps.vectors.config import space_config, space_dir, spaces_in_use
     from apps.vectors.errors import IndexMissing, VectorIndexError
     from apps.vectors.persistence import manifest_read
 
     details: list[str] = []
-    for space in vector_spaces_in_use():
+    for space in spaces_in_use():
         directory, config = space_dir(space), space_config(space)
         try:
             manifest = manifest_read(directory)

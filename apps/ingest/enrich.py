@@ -120,13 +120,6 @@ def vector_spaces(models: ModelSet) -> tuple[str, ...]:
     return (TEXT, CLIP) if models.clip is not None else (TEXT,)
 
 
-def vector_spaces_in_use() -> tuple[str, ...]:
-    """The spaces the configured profile fills (without loading any model)."""
-    from apps.models.registry import profile_specs
-
-    return (TEXT, CLIP) if profile_specs().clip_embedder is not None else (TEXT,)
-
-
 def unit_vectors_store(*, spaces: Sequence[str], added: Sequence[UnitVectors], removed_units: Sequence[str]) -> None:
     """Remove the vectors of ``removed_units`` and add those of the written documents, in each space."""
     for space in spaces:

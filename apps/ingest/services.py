@@ -29,7 +29,6 @@ from apps.ingest.enrich import (
     unit_vectors_store,
     units_embed,
     vector_spaces,
-    vector_spaces_in_use,
 )
 from apps.ingest.extraction import EntityExtractor, SpacyExtractor
 from apps.ingest.extraction_pool import ExtractionFailed, ExtractorPool, PendingExtraction, extraction_submit
@@ -39,6 +38,7 @@ from apps.ingest.models import Document
 from apps.ingest.parsing import parse_upload
 from apps.ingest.timing import StageTimer
 from apps.ingest.types import IngestError, Limits, ParsedDocument
+from apps.vectors.config import spaces_in_use
 
 logger = logging.getLogger(__name__)
 
@@ -399,5 +399,5 @@ def document_delete(*, driver: Driver, document_id: str) -> bool:
     units = document_graph_delete(driver=driver, document_id=document_id)
     deleted, _ = Document.objects.filter(id=document_id).delete()
     if units:
-        unit_vectors_store(spaces=vector_spaces_in_use(), added=[], removed_units=units)
+        unit_vectors_store(spaces=spaces_in_use(), added=[], removed_units=units)
     return units is not None or deleted > 0

@@ -42,3 +42,10 @@ def space_config(space: str) -> SpaceConfig:
 def space_dir(space: str) -> Path:
     """Where a space's index files live."""
     return Path(settings.VECTORS_DIR) / check_space(space)
+
+
+def spaces_in_use() -> tuple[str, ...]:
+    """The spaces the configured model profile fills: text always, clip with a CLIP model (nothing is loaded)."""
+    from apps.models.registry import profile_specs
+
+    return ("text", "clip") if profile_specs().clip_embedder is not None else ("text",)

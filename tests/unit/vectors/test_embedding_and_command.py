@@ -52,12 +52,17 @@ def test_the_fake_embedder_is_deterministic_and_word_sensitive() -> None:
     assert np.array_equal(a, b) and float(a @ c) < 0.5 and float(np.linalg.norm(a)) == pytest.approx(1.0)
 
 
-def test_info_prints_each_space(vectors_dir: Path) -> None:
+def test_info_prints_each_space_in_use(vectors_dir: Path, settings: Settings) -> None:
     vectors_add(space="text", items=items(0, 3), vectors=clustered(3, 32))
     out = StringIO()
     call_command("vectors", "info", "--space", "text", "--json", stdout=out)
     [info] = json.loads(out.getvalue())
     assert info["count"] == 3 and info["saved"]["version"] == 1 and info["directory"] == str(vectors_dir / "text")
+    out = StringIO()
+    call_command("vectors", "info", stdout=out)
+    assert "text: 3 vectors, flat" in out.getvalue() and "clip:" not in out.getvalue()  # no CLIP model: no space
+    settings.CLIP_MODEL = settings.VECTORS_CLIP_MODEL = "ragkg-tiny-clip"
+    settings.VECTORS_CLIP_DIM = 32
     out = StringIO()
     call_command("vectors", "info", stdout=out)
     assert "text: 3 vectors, flat" in out.getvalue() and "clip: 0 vectors" in out.getvalue()

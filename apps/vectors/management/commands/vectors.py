@@ -5,6 +5,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from apps.graph.driver import get_driver
 from apps.vectors import embedding
+from apps.vectors.config import spaces_in_use
 from apps.vectors.errors import VectorIndexError
 from apps.vectors.maintenance import CheckReport, vectors_check, vectors_rebuild
 from apps.vectors.services import vectors_info
@@ -72,7 +73,7 @@ class Command(BaseCommand):
         self.stdout.write(style("in step with the graph" if report.ok else "out of step with the graph"))
 
     def _info(self, options: dict[str, Any]) -> None:
-        infos = [vectors_info(space=space) for space in options["spaces"] or SPACES]
+        infos = [vectors_info(space=space) for space in options["spaces"] or spaces_in_use()]
         if options["json"]:
             self.stdout.write(json.dumps(infos, indent=2))
             return
