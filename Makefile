@@ -13,14 +13,14 @@ WITH_ENV := bash scripts/with-env.sh
 # and state under var/test, so it never touches a running development stack.
 LINT_ENV := DJANGO_DEBUG=1 DJANGO_SECRET_KEY=lint
 
-.PHONY: help setup run up down status doctor migrate graph-schema test test-unit lint format bench-ingest bench-vectors bench-quality
+.PHONY: help setup run up down status doctor migrate graph-schema test test-unit lint format bench-ingest bench-vectors bench-answers bench-quality
 
 help:
 	@echo "make run      set up this machine, start everything, serve http://127.0.0.1:8000"
 	@echo "make test     run the whole test suite (lint, unit and integration, real services)"
 	@echo "make up       start Neo4j, Redis, the Celery worker and the web server in the background"
 	@echo "make down     stop exactly what 'make up' started"
-	@echo "make status | doctor | migrate | graph-schema | lint | format | bench-ingest | bench-vectors | bench-quality"
+	@echo "make status | doctor | migrate | graph-schema | lint | format | bench-ingest | bench-vectors | bench-answers | bench-quality"
 
 setup:
 	@RAGKG_VENV="$(VENV)" bash scripts/bootstrap.sh
@@ -68,6 +68,22 @@ bench-vectors: setup
 	env $(BENCH_VECTORS_ENV) $(SERVICES) up neo4j
 	env $(BENCH_VECTORS_ENV) $(PY) benchmarks/vector_search.py $(BENCH_ARGS); rc=$$?; \
 		env $(BENCH_VECTORS_ENV) $(SERVICES) down; exit $$rc
+
+# Answering latency (retrieval stages at 100k chunks, generation, 8 concurrent clients) on a private
+# stack of its own (state under var/bench-answers, ports 47687/46379/48000), wiped first; Neo4j and
+# Redis start here, the Celery worker and web server for the load phase (benchmarks/answer_latency.py);
+# everything is stopped after, also on failure. BENCH_ARGS=--quick for a smoke run.
+BENCH_ANSWERS_ENV := RAGKG_STATE_DIR=var/bench-answers DJANGO_DEBUG=0 DJANGO_SECRET_KEY=bench-answers-throwaway \
+	DATABASE_URL= NEO4J_URI=bolt://127.0.0.1:47687 NEO4J_PASSWORD=ragkg-bench-password NEO4J_HEAP=2g \
+	NEO4J_PAGE_CACHE=1g REDIS_URL=redis://127.0.0.1:46379/0 WEB_PORT=48000 \
+	RAGKG_MANAGED_SERVICES=neo4j,redis,celery,web ANSWER_QUEUE_TIMEOUT=120
+
+bench-answers: setup
+	rm -rf var/bench-answers && mkdir -p var/bench-answers
+	env $(BENCH_ANSWERS_ENV) $(SERVICES) up neo4j redis \
+		&& env $(BENCH_ANSWERS_ENV) $(PY) manage.py migrate -v 0 \
+		&& env $(BENCH_ANSWERS_ENV) $(PY) benchmarks/answer_latency.py $(BENCH_ARGS); rc=$$?; \
+		env $(BENCH_ANSWERS_ENV) $(SERVICES) down; exit $$rc
 
 # Retrieval quality of the offline models (cross-language XQuAD, text-to-image); no services needed.
 bench-quality: setup

@@ -33,6 +33,8 @@ from apps.ingest import corpora
 from apps.ingest.enrich import default_models
 from apps.ingest.services import FAILED, UNCHANGED, default_extractor, extraction_helpers_stop, uploads_ingest
 from apps.ingest.timing import StageTimer
+from apps.vectors.config import spaces_in_use
+from apps.vectors.maintenance import vectors_check
 
 
 def run(name: str, files: Sequence[tuple[str, bytes]], unit: str) -> dict[str, object]:
@@ -89,6 +91,7 @@ def main() -> int:
                 for lang in ("en", "zh", "ar")
             ),
         ]
+    checks = {space: vectors_check(driver=get_driver(), space=space) for space in spaces_in_use()}
     extraction_helpers_stop()  # waited for, so their peak memory is counted below
     report = {
         "benchmark": "ingest_throughput",
@@ -103,12 +106,17 @@ def main() -> int:
         "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
         "peak_rss_mib_ner_helper": round(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024, 1),
         "results": results,
+        "vectors_check": {
+            space: {"graph": c.graph, "index": c.index, "missing": len(c.missing), "extra": len(c.extra), "ok": c.ok}
+            for space, c in checks.items()
+        },
     }
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(report, indent=2) + "\n")
     for row in results:
         print(json.dumps(row))
+    print(json.dumps(report["vectors_check"]))
     print(f"peak RSS {report['peak_rss_mib']} MiB; written to {out}")
     return 0
 

@@ -48,11 +48,13 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "django_htmx",
+    "apps.answers",
     "apps.core",
     "apps.graph",
     "apps.health",
     "apps.ingest",
     "apps.models",
+    "apps.observability",
     "apps.vectors",
 ]
 
@@ -257,8 +259,68 @@ VECTORS_FILTER_EXACT_MAX = env_int("VECTORS_FILTER_EXACT_MAX", 4096, minimum=0)
 # auto: search on the GPU when faiss has GPU support and sees a GPU; off: always the CPU.
 VECTORS_GPU = env_choice("VECTORS_GPU", "auto", ("auto", "off"))
 
+# --- answering (docs/answering.md) -------------------------------------------------------
+# Seeds: the nearest chunks, table rows and images in the text space (and images in CLIP's).
+ANSWER_K_CHUNKS = env_int("ANSWER_K_CHUNKS", 10, minimum=1)
+ANSWER_K_ROWS = env_int("ANSWER_K_ROWS", 4, minimum=0)
+ANSWER_K_IMAGES = env_int("ANSWER_K_IMAGES", 4, minimum=0)
+# Graph expansion: paths of at most this many hops (1-3), at most FANOUT entities per unit and
+# units per entity, RELATED_FANOUT neighbours per entity; entities mentioned more than
+# MAX_DEGREE times are not crossed; each hop multiplies a path's score by DECAY.
+ANSWER_HOPS = env_int("ANSWER_HOPS", 3, minimum=1, maximum=3)
+ANSWER_FANOUT = env_int("ANSWER_FANOUT", 8, minimum=1)
+ANSWER_RELATED_FANOUT = env_int("ANSWER_RELATED_FANOUT", 4, minimum=0)
+ANSWER_MAX_ENTITIES = env_int("ANSWER_MAX_ENTITIES", 40, minimum=1)
+ANSWER_MAX_DEGREE = env_int("ANSWER_MAX_DEGREE", 500, minimum=1)
+ANSWER_DECAY = env_float("ANSWER_DECAY", 0.5, minimum=0.0)
+# paths: noisy-or of path scores; ppr: personalized PageRank over the retrieved subgraph.
+ANSWER_SCORING = env_choice("ANSWER_SCORING", "paths", ("paths", "ppr"))
+ANSWER_PPR_DAMPING = env_float("ANSWER_PPR_DAMPING", 0.5, minimum=0.0)
+# Rerank: the best RERANK_POOL candidates are rescored; score = rerank + GRAPH_WEIGHT * graph support.
+ANSWER_RERANK_POOL = env_int("ANSWER_RERANK_POOL", 40, minimum=1)
+ANSWER_GRAPH_WEIGHT = env_float("ANSWER_GRAPH_WEIGHT", 0.5, minimum=0.0)
+# Paths ending in a unit that names the entity only after its first sentence count this much.
+ANSWER_BODY_MENTION_WEIGHT = env_float("ANSWER_BODY_MENTION_WEIGHT", 0.3, minimum=0.0)
+# Selection: candidates closer than this cosine to a kept one are duplicates; K from entropy.
+ANSWER_DUPLICATE_COSINE = env_float("ANSWER_DUPLICATE_COSINE", 0.95, minimum=0.0)
+ANSWER_K_MIN = env_int("ANSWER_K_MIN", 3, minimum=1)
+ANSWER_K_MAX = env_int("ANSWER_K_MAX", 10, minimum=1)
+ANSWER_K_PER_BIT = env_float("ANSWER_K_PER_BIT", 1.0, minimum=0.0)
+# Generation: the generator's context window as used here, and the tokens it may write.
+ANSWER_CONTEXT_TOKENS = env_int("ANSWER_CONTEXT_TOKENS", 2048, minimum=256)
+ANSWER_MAX_NEW_TOKENS = env_int("ANSWER_MAX_NEW_TOKENS", 160, minimum=1)
+# The Celery queue generation is sent to (a deployment may run several GPU pools).
+ANSWER_GENERATION_QUEUE = env_str("ANSWER_GENERATION_QUEUE", "gpu")
+# How long to wait for a gpu worker to start a generation, and for the whole generation.
+ANSWER_QUEUE_TIMEOUT = env_float("ANSWER_QUEUE_TIMEOUT", 15.0, minimum=0.1)
+ANSWER_GENERATION_TIMEOUT = env_int("ANSWER_GENERATION_TIMEOUT", 120, minimum=1)
+# Threads torch uses in a process that answers questions: one question's embedding is tiny, and
+# more threads than free cores make it many times slower under load (1 thread: ~30 ms; 2 threads
+# on 2 busy cores: ~500 ms, measured here).
+ANSWER_TORCH_THREADS = env_int("ANSWER_TORCH_THREADS", 1, minimum=1)
+# Token events of a generation are kept in Redis this long (seconds) for late readers.
+ANSWER_STREAM_TTL = env_int("ANSWER_STREAM_TTL", 3600, minimum=10)
+
 # --- health checks ------------------------------------------------------------------
 HEALTH_CHECK_TIMEOUT = env_float("HEALTH_CHECK_TIMEOUT", 3.0, minimum=0.1)
+
+# --- observability: tracing and metrics (docs/observability.md) ---------------------
+# Base URL of an OTLP/HTTP collector (e.g. http://otel-collector:4318); spans go to <base>/v1/traces.
+OTEL_EXPORTER_OTLP_ENDPOINT = env_str("OTEL_EXPORTER_OTLP_ENDPOINT", "")
+if OTEL_EXPORTER_OTLP_ENDPOINT:
+    env_url("OTEL_EXPORTER_OTLP_ENDPOINT", "", ("http", "https"))
+# otlp | console | memory (the last TRACING_MEMORY_SPANS spans, in process) | none.
+TRACING_EXPORTER = env_choice(
+    "TRACING_EXPORTER",
+    "otlp" if OTEL_EXPORTER_OTLP_ENDPOINT else "memory",
+    ("otlp", "console", "memory", "none"),
+)
+TRACING_MEMORY_SPANS = env_int("TRACING_MEMORY_SPANS", 2000, minimum=1)
+OTEL_SERVICE_NAME = env_str("OTEL_SERVICE_NAME", "ragkg")
+# GET /metrics (Prometheus text format, no login); off: 404.
+METRICS_ENABLED = env_bool("METRICS_ENABLED", True)
+# Seconds the queue-depth gauge waits for the broker's Redis at each scrape.
+METRICS_REDIS_TIMEOUT = env_float("METRICS_REDIS_TIMEOUT", 0.5, minimum=0.01)
 
 # --- logging --------------------------------------------------------------------------
 LOG_LEVEL = env_choice("LOG_LEVEL", "INFO", ("DEBUG", "INFO", "WARNING", "ERROR"))

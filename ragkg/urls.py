@@ -4,6 +4,8 @@ from django.urls import include, path
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("", include("apps.health.urls")),
+    path("", include("apps.observability.urls")),
     path("", include("apps.ingest.urls")),
+    path("", include("apps.answers.urls")),
     path("", include("apps.core.urls")),
 ]

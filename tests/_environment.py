@@ -27,6 +27,8 @@ TEST_ENVIRONMENT = {
     "RAGKG_WORKER_QUEUES": "ingest,gpu",
     "RAGKG_MODEL_PROFILE": "offline",
     "HEALTH_CHECK_TIMEOUT": "3.0",
+    "TRACING_EXPORTER": "memory",
+    "ANSWER_MAX_NEW_TOKENS": "40",
 }
 
 os.environ.update(TEST_ENVIRONMENT)

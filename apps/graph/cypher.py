@@ -247,3 +247,149 @@ CALL (i) {
 }
 RETURN i, vids ORDER BY i
 """
+
+
+# --- answering: multi-hop expansion from the seeds, then the chosen units' details --------
+# One statement expands every seed (apps.answers.expansion): seed units -> their entities
+# (MENTIONS), question entities, each distinct entity once from its best start, optionally on
+# over RELATED to a neighbour, then to the units mentioning it (MENTIONS); seed chunks also
+# reach their NEXT neighbours. Every fan-out is bounded ($fanout; entities mentioned more than
+# $max_degree times are hubs and are not crossed) and units outside $collections are never
+# returned. Each row is one path: start (seed unit id, or null for a question entity), entity,
+# optional related entity, unit, and the first sentence of the unit that mentions the entity
+# (units that name it in their first sentence, the ones about it, come first).
+
+ANSWER_EXPAND = """
+CALL () {
+  UNWIND $seeds AS seed
+  CALL (seed) {
+    MATCH (u:Chunk {id: seed.id}) RETURN u
+    UNION
+    MATCH (u:Row {id: seed.id}) RETURN u
+    UNION
+    MATCH (u:Image {id: seed.id}) RETURN u
+  }
+  CALL (u) {
+    MATCH (u)-[:MENTIONS]->(e:Entity)
+    WHERE NOT e.type IN $skip_types
+    WITH DISTINCT e
+    WITH e, COUNT { (e)<-[:MENTIONS]-() } AS degree
+    WHERE degree <= $max_degree
+    RETURN e, degree ORDER BY degree, e.id LIMIT $fanout
+  }
+  RETURN u.id AS start, seed.score AS start_score, e, degree
+  UNION ALL
+  UNWIND $entities AS qe
+  MATCH (e:Entity {id: qe.id})
+  WITH qe, e, COUNT { (e)<-[:MENTIONS]-() } AS degree
+  WHERE degree <= $max_degree
+  RETURN null AS start, qe.score AS start_score, e, degree
+}
+WITH e, degree, start, start_score ORDER BY start_score DESC
+WITH e, degree, collect({start: start, score: start_score})[0] AS best
+ORDER BY best.score / degree DESC LIMIT $max_entities
+CALL (e) {
+  RETURN e AS via, null AS predicate, 0 AS weight, 0 AS via_degree
+  UNION ALL
+  MATCH (e)-[r:RELATED]-(other:Entity)
+  WHERE other <> e AND NOT other.type IN $skip_types
+  WITH other, max(r.weight) AS weight, collect(r.predicate)[0] AS predicate
+  WITH other, weight, predicate, COUNT { (other)<-[:MENTIONS]-() } AS via_degree
+  WHERE via_degree <= $max_degree
+  RETURN other AS via, predicate, weight, via_degree ORDER BY weight DESC, via_degree, other.id LIMIT $related_fanout
+}
+CALL (via) {
+  MATCH (via)<-[m:MENTIONS]-(t)
+  WITH t, min(m.sentence) AS sentence
+  MATCH (d:Document {id: t.document_id})
+  WHERE $collections IS NULL OR d.collection IN $collections
+  RETURN t, sentence ORDER BY sentence, t.id LIMIT $fanout
+}
+RETURN best.start AS start, best.score AS start_score, e.id AS entity, degree,
+       CASE WHEN via = e THEN null ELSE via.id END AS related, predicate, weight, via_degree,
+       t.id AS unit, labels(t)[0] AS label, sentence
+UNION ALL
+UNWIND $seeds AS seed
+MATCH (u:Chunk {id: seed.id})-[:NEXT]-(t:Chunk)
+RETURN u.id AS start, seed.score AS start_score, null AS entity, 0 AS degree, null AS related,
+       null AS predicate, 0 AS weight, 0 AS via_degree, t.id AS unit, 'Chunk' AS label, null AS sentence
+"""
+
+# The details of the units that made the shortlist, with their documents; a unit outside
+# $collections is not returned (the access predicate applies here too).
+ANSWER_UNITS = """
+UNWIND $ids AS id
+CALL (id) {
+  MATCH (u:Chunk {id: id}) RETURN u
+  UNION
+  MATCH (u:Row {id: id}) RETURN u
+  UNION
+  MATCH (u:Image {id: id}) RETURN u
+}
+MATCH (d:Document {id: u.document_id})
+WHERE $collections IS NULL OR d.collection IN $collections
+RETURN u.id AS id, labels(u)[0] AS label, u.text AS text, u.path AS path,
+       u.sentence_starts AS sentence_starts, u.sentence_ends AS sentence_ends,
+       d.id AS document_id, coalesce(d.path, d.title) AS document, d.collection AS collection
+"""
+
+
+# --- answering benchmark: bulk filler for a 100k-chunk graph ------------------------------
+# benchmarks/answer_latency.py ingests a real base corpus, then grows the graph to 100k chunks
+# with filler shaped like ingested data: filler chunks copy a base chunk's text (server side),
+# mention base entities and add evidence to RELATED edges. Run only against the benchmark's
+# private database (var/bench-answers); nothing else sends these statements.
+
+# Every chunk of a collection with its document and its mentions (one per entity, the first).
+ANSWER_BENCH_BASE_CHUNKS = """
+MATCH (d:Document)-[:HAS_CHUNK]->(c:Chunk)
+WHERE d.collection = $collection
+OPTIONAL MATCH (c)-[m:MENTIONS]->(e:Entity)
+WITH d, c, e, collect(m)[0] AS m
+WITH d, c, collect(CASE WHEN e IS NULL THEN null
+                   ELSE {entity: e.id, start: m.start, end: m.end, sentence: m.sentence} END) AS mentions
+RETURN c.id AS id, size(c.text) AS chars, d.id AS document_id, d.title AS title, d.path AS path, mentions
+ORDER BY c.id
+"""
+
+ANSWER_BENCH_ENTITY_DEGREES = """
+MATCH (e:Entity)
+RETURN e.id AS id, COUNT { (e)<-[:MENTIONS]-() } AS degree
+"""
+
+# Each RELATED edge once per unit in its evidence.
+ANSWER_BENCH_RELATION_EVIDENCE = """
+MATCH (a:Entity)-[r:RELATED]->(b:Entity)
+UNWIND r.evidence AS unit
+RETURN unit, a.id AS source, b.id AS target, r.predicate AS predicate
+"""
+
+ANSWER_BENCH_CHUNKS_COPY = """
+UNWIND $rows AS row
+MATCH (d:Document {id: row.document_id})
+MATCH (src:Chunk {id: row.source})
+CREATE (d)-[:HAS_CHUNK]->(c:Chunk {id: row.id})
+SET c.text = src.text, c.ord = row.ord, c.sha256 = src.sha256, c.start = src.start, c.end = src.end,
+    c.page = src.page, c.sentence_starts = src.sentence_starts, c.sentence_ends = src.sentence_ends,
+    c.document_id = row.document_id
+"""
+
+ANSWER_BENCH_ENTITY_DOCUMENTS_ADD = """
+UNWIND $rows AS row
+MATCH (e:Entity {id: row.id})
+SET e.documents = e.documents + row.documents
+"""
+
+ANSWER_BENCH_RELATIONS_ADD = """
+UNWIND $rows AS row
+MATCH (a:Entity {id: row.source}), (b:Entity {id: row.target})
+MERGE (a)-[r:RELATED {predicate: row.predicate}]->(b)
+ON CREATE SET r.evidence = [], r.documents = []
+SET r.evidence = r.evidence + row.evidence, r.documents = r.documents + row.documents
+SET r.weight = size(r.evidence)
+"""
+
+ANSWER_BENCH_RELATIONSHIP_COUNTS = "MATCH ()-[r]->() RETURN type(r) AS type, count(*) AS count ORDER BY type"
+
+# The expansion statement itself, profiled (operators with their rows and db hits).
+ANSWER_BENCH_EXPAND_PROFILE = "PROFILE " + ANSWER_EXPAND.lstrip()

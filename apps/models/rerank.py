@@ -26,6 +26,10 @@ class EmbeddingReranker:
     def name(self) -> str:
         return f"cosine:{self._embedder.name}"
 
+    @property
+    def embedder(self) -> TextEmbedder:
+        return self._embedder
+
     def rerank(self, query: str, passages: Sequence[str]) -> list[float]:
         if not passages:
             return []

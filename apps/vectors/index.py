@@ -154,6 +154,14 @@ class VectorIndex:
         """The graph node behind each vector id (None for unknown ids)."""
         return self._sidecar.lookup(np.fromiter(ids, dtype=np.int64))
 
+    def vectors(self, ids: Ids) -> tuple[Ids, Vectors]:
+        """The stored vectors of those ``ids`` that are live (approximate for a trained IVF-PQ)."""
+        with self._lock.reading():
+            live = ids[self._sidecar.contains(ids)]
+            if not live.size:
+                return live, np.zeros((0, self.dim), np.float32)
+            return live, np.asarray(self._index.reconstruct_batch(live), dtype=np.float32)
+
     def size_bytes(self) -> int:
         """The size of the index as saved (a serialised copy is made: not for hot paths)."""
         with self._lock.reading():

@@ -11,6 +11,7 @@ import logging
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+import numpy as np
 import numpy.typing as npt
 
 from apps.vectors.config import check_space
@@ -59,6 +60,14 @@ def vectors_search(
             ]
         )
     return results
+
+
+def vectors_get(*, space: str, node_ids: Sequence[str]) -> dict[str, npt.NDArray[np.float32]]:
+    """The stored vector of each of these graph nodes that has one."""
+    index = vector_registry().get(check_space(space))
+    wanted = {vector_id(node_id): node_id for node_id in node_ids}
+    ids, vectors = index.vectors(np.fromiter(wanted, dtype=np.int64, count=len(wanted)))
+    return {wanted[int(vid)]: vector for vid, vector in zip(ids.tolist(), vectors, strict=True)}
 
 
 def vectors_info(*, space: str) -> dict[str, Any]:

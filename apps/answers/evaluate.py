@@ -1,0 +1,112 @@
+"""``manage.py evaluate``'s work: ingest a dataset's corpus if needed, then score dense and graph retrieval."""
+
+from __future__ import annotations
+
+import logging
+import statistics
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from apps.answers.evaluation import (
+    EvalQuestion,
+    ModeReport,
+    eval_corpus,
+    eval_questions,
+    exact_match,
+    f1_score,
+    recall_at,
+)
+from apps.answers.pipeline import RetrievalParams, RetrievalTools, retrieve
+from apps.graph.driver import get_driver
+from apps.ingest.models import Document
+from apps.ingest.services import FAILED, default_extractor, uploads_ingest
+from apps.models.interfaces import Generator
+
+logger = logging.getLogger(__name__)
+
+
+def eval_collection(dataset: str) -> str:
+    return f"eval-{dataset}"
+
+
+def corpus_ensure(*, dataset: str, data_dir: Path) -> int:
+    """Ingest the dataset's corpus into its own collection unless it is there; returns the documents ingested now."""
+    files = eval_corpus(dataset, data_dir)
+    collection = eval_collection(dataset)
+    if Document.objects.filter(collection=collection).count() >= len(files):
+        return 0
+    logger.info("ingesting the %s corpus (%d passages) into %s", dataset, len(files), collection)
+    outcomes = uploads_ingest(driver=get_driver(), uploads=files, collection=collection, extractor=default_extractor())
+    failures = [outcome for outcome in outcomes if outcome.status == FAILED]
+    if failures:
+        raise RuntimeError(f"{len(failures)} {dataset} passages failed to ingest, e.g. {failures[0].path}")
+    return len(files)
+
+
+def mode_evaluate(
+    *,
+    questions: Sequence[EvalQuestion],
+    collection: str,
+    mode: str,
+    ks: Sequence[int],
+    tools: RetrievalTools,
+    params: RetrievalParams,
+    generate: Callable[[str, str], str] | None = None,
+) -> ModeReport:
+    """Recall@k of one retrieval mode over the questions (and EM/F1 when ``generate`` is given)."""
+    recalls: dict[int, list[float]] = {k: [] for k in ks}
+    ems, f1s, latencies = [], [], []
+    for question in questions:
+        retrieval = retrieve(question=question.question, collections=[collection], tools=tools, params=params)
+        latencies.append(sum(retrieval.timings_ms.values()))
+        documents = [candidate.document for candidate in retrieval.candidates]
+        for k in ks:
+            recalls[k].append(recall_at(documents, question.supporting, k))
+        if generate is not None:
+            prediction = generate(retrieval.prompt.system, retrieval.prompt.user)
+            ems.append(exact_match(prediction, question.answers))
+            f1s.append(f1_score(prediction, question.answers))
+    return ModeReport(
+        mode=mode,
+        questions=len(questions),
+        recall={k: statistics.fmean(values) for k, values in recalls.items()},
+        exact_match=statistics.fmean(ems) if ems else None,
+        f1=statistics.fmean(f1s) if f1s else None,
+        p50_ms=statistics.median(latencies) if latencies else 0.0,
+    )
+
+
+def generate_with(generator: Generator, max_new_tokens: int) -> Callable[[str, str], str]:
+    def generate(system: str, user: str) -> str:
+        return generator.generate(user, system=system, max_new_tokens=max_new_tokens)
+
+    return generate
+
+
+def dataset_evaluate(
+    *,
+    dataset: str,
+    data_dir: Path,
+    modes: Sequence[str],
+    ks: Sequence[int],
+    tools: RetrievalTools,
+    params_for: Callable[[str], RetrievalParams],
+    generator: Generator | None = None,
+    max_new_tokens: int = 64,
+    limit: int | None = None,
+) -> list[ModeReport]:
+    corpus_ensure(dataset=dataset, data_dir=data_dir)
+    questions = eval_questions(dataset, data_dir)[:limit]
+    generate = None if generator is None else generate_with(generator, max_new_tokens)
+    return [
+        mode_evaluate(
+            questions=questions,
+            collection=eval_collection(dataset),
+            mode=mode,
+            ks=ks,
+            tools=tools,
+            params=params_for(mode),
+            generate=generate,
+        )
+        for mode in modes
+    ]

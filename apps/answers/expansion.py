@@ -1,0 +1,163 @@
+"""Stage 3, multi-hop expansion: from the seeds and the question's entities through the graph.
+
+One Cypher round trip (``cypher.ANSWER_EXPAND``) returns every path: seed unit -MENTIONS->
+entity [-RELATED- entity] <-MENTIONS- unit (2 or 3 hops), question entity [-RELATED- entity]
+<-MENTIONS- unit (1 or 2 hops) and seed chunk -NEXT- chunk (1 hop). A path scores
+
+    start score x specificity of each entity crossed x RELATED strength x decay ** hops
+
+where an entity's specificity is ``1 / log2(1 + mentions)`` (a name mentioned once links
+strongly, a common one weakly) and a RELATED edge with ``w`` pieces of evidence counts
+``w / (w + 1)``. A unit's graph score combines its paths as a noisy-or, so several
+independent paths count more than one; a seed's own similarity is its zero-hop path, and the
+support score is the noisy-or of the other paths (what the graph adds to the similarity). With
+``scoring="ppr"`` the graph score is instead a personalized PageRank over the retrieved
+subgraph, restarted at the seeds in proportion to their similarity.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from neo4j import Driver
+
+from apps.answers.ppr import personalized_pagerank
+from apps.answers.types import Candidate, GraphPath, Seed
+from apps.graph import cypher
+from apps.ingest.extraction import entity_key
+from apps.ingest.graph_build import entity_id
+
+# Entity groups a question's names are looked up in (a question's NER label is often not the
+# one the passage got: "Paris" may be a GPE in one and a PERSON in the other).
+NAME_GROUPS = ("PERSON", "GPE", "ORG", "NORP", "WORK_OF_ART", "EVENT", "LAW", "LANGUAGE")
+
+
+@dataclass(frozen=True)
+class ExpansionParams:
+    hops: int = 3
+    fanout: int = 8
+    related_fanout: int = 4
+    max_entities: int = 40
+    max_degree: int = 500
+    decay: float = 0.5
+    scoring: str = "paths"  # or "ppr"
+    ppr_damping: float = 0.5
+    skip_types: tuple[str, ...] = ()
+    body_weight: float = 0.5  # a unit naming the entity only after its first sentence is less about it
+
+
+@dataclass
+class Expansion:
+    candidates: dict[str, Candidate]
+    rows: int
+    cypher_ms: float
+    entities: int
+
+
+def question_entity_ids(names: Iterable[str]) -> list[str]:
+    """The graph ids a question's entity names may have (one per entity group)."""
+    return list(dict.fromkeys(entity_id(entity_key(name, group)) for name in names for group in NAME_GROUPS))
+
+
+def specificity(degree: int) -> float:
+    return 1.0 / math.log2(1 + max(1, degree))
+
+
+def _path(row: dict[str, Any], decay: float, body_weight: float) -> tuple[GraphPath, int]:
+    if row["entity"] is None:  # seed chunk -NEXT- chunk
+        return GraphPath((row["start"], row["unit"]), ("NEXT",), row["start_score"] * decay), 1
+    nodes = [row["entity"]]
+    relationships = ["MENTIONS"]
+    weight = specificity(row["degree"])
+    if row["related"] is not None:
+        nodes.append(row["related"])
+        relationships.insert(0, "RELATED")
+        weight *= specificity(row["via_degree"]) * row["weight"] / (row["weight"] + 1)
+    if row["start"] is not None:
+        nodes.insert(0, row["start"])
+        relationships.insert(0, "MENTIONS")
+    nodes.append(row["unit"])
+    if row.get("sentence") not in (0, None):
+        weight *= body_weight
+    hops = len(relationships)
+    return GraphPath(tuple(nodes), tuple(relationships), row["start_score"] * weight * decay**hops), hops
+
+
+def _noisy_or(scores: Iterable[float]) -> float:
+    remaining = 1.0
+    for score in scores:
+        remaining *= 1.0 - min(max(score, 0.0), 1.0)
+    return 1.0 - remaining
+
+
+def _seed_candidates(seeds: Sequence[Seed]) -> dict[str, Candidate]:
+    return {
+        seed.node_id: Candidate(
+            seed.node_id, seed.label, seed_score=seed.score, paths=[GraphPath((seed.node_id,), (), seed.score)]
+        )
+        for seed in seeds
+    }
+
+
+def expand_rows(rows: Iterable[dict[str, Any]], seeds: Sequence[Seed], params: ExpansionParams) -> dict[str, Candidate]:
+    """Candidates from the seeds and the expansion's path rows, with path scores (pure; tested alone)."""
+    candidates = _seed_candidates(seeds)
+    for row in rows:
+        path, hops = _path(row, params.decay, params.body_weight)
+        if hops > params.hops or row["unit"] == row["start"]:
+            continue
+        candidate = candidates.setdefault(row["unit"], Candidate(row["unit"], row["label"]))
+        candidate.paths.append(path)
+    for candidate in candidates.values():
+        candidate.paths.sort(key=lambda path: (-path.score, path.hops))
+        candidate.graph_score = _noisy_or(path.score for path in candidate.paths)
+        candidate.support_score = _noisy_or(path.score for path in candidate.paths if path.hops)
+    return candidates
+
+
+def _apply_ppr(
+    candidates: dict[str, Candidate], seeds: Sequence[Seed], entity_starts: dict[str, float], damping: float
+) -> None:
+    edges = {(a, b) for c in candidates.values() for p in c.paths for a, b in zip(p.nodes, p.nodes[1:], strict=False)}
+    restart = {seed.node_id: max(seed.score, 0.0) for seed in seeds} | entity_starts
+    ranks = personalized_pagerank(edges, restart, damping=damping)
+    top = max((ranks.get(node_id, 0.0) for node_id in candidates), default=0.0) or 1.0
+    for node_id, candidate in candidates.items():
+        candidate.graph_score = candidate.support_score = ranks.get(node_id, 0.0) / top
+
+
+def graph_expand(
+    *,
+    driver: Driver,
+    seeds: Sequence[Seed],
+    entity_names: Sequence[str],
+    collections: Sequence[str] | None,
+    params: ExpansionParams,
+) -> Expansion:
+    """Stage 3: the seeds plus every unit reached within ``params.hops``, each with its paths."""
+    start_score = max((seed.score for seed in seeds), default=1.0)
+    entities = [{"id": eid, "score": start_score} for eid in question_entity_ids(entity_names)]
+    started = time.perf_counter()
+    records, _, _ = driver.execute_query(
+        cypher.ANSWER_EXPAND,
+        seeds=[{"id": s.node_id, "score": s.score} for s in seeds],
+        entities=entities,
+        collections=None if collections is None else list(collections),
+        fanout=params.fanout,
+        related_fanout=params.related_fanout if params.hops >= 3 else 0,
+        max_entities=params.max_entities,
+        max_degree=params.max_degree,
+        skip_types=list(params.skip_types),
+        routing_="r",
+    )
+    cypher_ms = (time.perf_counter() - started) * 1000
+    rows = [record.data() for record in records]
+    candidates = expand_rows(rows, seeds, params)
+    if params.scoring == "ppr":
+        found = {row["entity"] for row in rows if row["start"] is None}
+        _apply_ppr(candidates, seeds, dict.fromkeys(found, start_score), params.ppr_damping)
+    return Expansion(candidates, len(rows), cypher_ms, len({row["entity"] for row in rows if row["entity"]}))

@@ -1,0 +1,115 @@
+"""Stage 7 on the gpu worker: stream the answer from the generator into the answer's event stream.
+
+The worker claims the answer (``retrieved -> generating``, a conditional update, so a
+redelivered task does nothing), streams text pieces as ``token`` events, and stops at
+``ANSWER_MAX_NEW_TOKENS`` tokens or after ``ANSWER_GENERATION_TIMEOUT`` seconds, keeping what
+was written and saying so.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from django.conf import settings
+from django.utils import timezone
+
+from apps.answers import streams
+from apps.answers.models import Answer
+from apps.models.interfaces import Generator
+from apps.observability.tracing import span_set, stage_span
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class GenerationResult:
+    text: str
+    tokens: int
+    seconds: float
+    first_token_ms: float | None
+    timed_out: bool
+
+    def as_dict(self) -> dict[str, object]:
+        rate = self.tokens / self.seconds if self.seconds > 0 else 0.0
+        return {
+            "tokens": self.tokens,
+            "seconds": round(self.seconds, 3),
+            "first_token_ms": None if self.first_token_ms is None else round(self.first_token_ms, 1),
+            "tokens_per_second": round(rate, 2),
+            "timed_out": self.timed_out,
+        }
+
+
+def stream_answer(
+    *, answer_id: str, generator: Generator, system: str, user: str, max_new_tokens: int, timeout: float
+) -> GenerationResult:
+    """Generate, publishing each piece; stop early (keeping the text so far) past ``timeout``."""
+    started = time.perf_counter()
+    pieces: list[str] = []
+    first: float | None = None
+    timed_out = False
+    stream = generator.stream(user, max_new_tokens=max_new_tokens, system=system)
+    try:
+        for piece in stream:
+            if first is None:
+                first = (time.perf_counter() - started) * 1000
+            pieces.append(piece)
+            streams.event_publish(answer_id, streams.TOKEN, text=piece)
+            if time.perf_counter() - started > timeout:
+                timed_out = True
+                break
+    finally:
+        stream.close()
+    text = "".join(pieces).strip()
+    tokens = len(generator.tokenizer.encode(text, add_special_tokens=False)) if text else 0
+    return GenerationResult(text, tokens, time.perf_counter() - started, first, timed_out)
+
+
+def answer_claim(answer_id: str) -> bool:
+    """``retrieved -> generating``; False when another delivery already took it."""
+    return bool(Answer.objects.filter(id=answer_id, state=Answer.RETRIEVED).update(state=Answer.GENERATING))
+
+
+def answer_generate(*, answer_id: str, load_generator: Callable[[], Generator]) -> None:
+    """Generate the answer of a claimed ``Answer`` and record it (or the failure). ``started`` is
+    published before the generator loads, so a reader knows a worker has the question even while
+    a first load takes its time."""
+    answer = Answer.objects.get(id=answer_id)
+    queue_ms = round((timezone.now() - answer.created_at).total_seconds() * 1000, 3)
+    streams.event_publish(answer_id, streams.STARTED)
+    try:
+        generator = load_generator()
+        with stage_span("generation", model=generator.name) as span:
+            result = stream_answer(
+                answer_id=answer_id,
+                generator=generator,
+                system=answer.prompt_system,
+                user=answer.prompt_user,
+                max_new_tokens=settings.ANSWER_MAX_NEW_TOKENS,
+                timeout=settings.ANSWER_GENERATION_TIMEOUT,
+            )
+            span_set(span, tokens=result.tokens, timed_out=result.timed_out)
+    except Exception as exc:
+        logger.exception("generation of answer %s failed", answer_id)
+        message = f"The answer could not be generated ({type(exc).__name__})."
+        Answer.objects.filter(id=answer_id).update(state=Answer.FAILED, error=message, finished_at=timezone.now())
+        streams.event_publish(answer_id, streams.ERROR, message=message)
+        return
+    note = (
+        f"The generation reached its time limit ({settings.ANSWER_GENERATION_TIMEOUT} s); the answer may be incomplete."
+        if result.timed_out
+        else ""
+    )
+    timings = {**answer.timings_ms, "queue": queue_ms, "generation": round(result.seconds * 1000, 3)}
+    Answer.objects.filter(id=answer_id).update(
+        state=Answer.DONE,
+        answer=result.text,
+        error=note,
+        generation=result.as_dict(),
+        timings_ms=timings,
+        finished_at=timezone.now(),
+    )
+    streams.event_publish(answer_id, streams.DONE, answer=result.text, generation=result.as_dict(), note=note)

@@ -1,0 +1,43 @@
+"""Answers: each question asked, its evidence, its answer and how long each stage took."""
+
+from __future__ import annotations
+
+import uuid
+
+from django.conf import settings
+from django.db import models
+
+
+class Answer(models.Model):
+    RETRIEVED = "retrieved"  # evidence ready, generation queued
+    GENERATING = "generating"
+    DONE = "done"
+    FAILED = "failed"
+    STATES = [(RETRIEVED, "retrieved"), (GENERATING, "generating"), (DONE, "done"), (FAILED, "failed")]
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    question = models.TextField()
+    collections = models.JSONField(null=True, blank=True)  # None: every collection
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    mode = models.CharField(max_length=10, default="graph")
+    generate = models.BooleanField(default=True)
+    state = models.CharField(max_length=12, choices=STATES, default=RETRIEVED, db_index=True)
+    answer = models.TextField(blank=True)
+    error = models.TextField(blank=True)
+    analysis = models.JSONField(default=dict)
+    sources = models.JSONField(default=list)
+    prompt_system = models.TextField(blank=True)
+    prompt_user = models.TextField(blank=True)
+    prompt_tokens = models.PositiveIntegerField(default=0)
+    timings_ms = models.JSONField(default=dict)
+    stats = models.JSONField(default=dict)
+    model_names = models.JSONField(default=dict)
+    generation = models.JSONField(default=dict)  # tokens, seconds, first_token_ms, tokens_per_second
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.id}: {self.question[:60]}"

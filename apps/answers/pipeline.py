@@ -1,0 +1,171 @@
+"""Stages 1 to 6 of answering a question, composed in plain Python, each timed and traced.
+
+``retrieve`` runs query analysis, seeds (embed and vector search), graph expansion, rerank,
+selection and prompt assembly; generation (stage 7) runs on the ``gpu`` worker
+(``apps.answers.generation``). The external parts come in through ``RetrievalTools`` so
+tests and benchmarks can run a stage alone or the whole chain.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from neo4j import Driver
+
+from apps.answers.analysis import Tokenize, query_analyse
+from apps.answers.expansion import ExpansionParams, graph_expand
+from apps.answers.prompt import prompt_assemble
+from apps.answers.rerank import StoredVectors, attach_vectors, rerank_apply, rerank_scores
+from apps.answers.seeds import Search, SeedLimits, query_embed, seeds_search
+from apps.answers.selection import SelectionParams, sources_select
+from apps.answers.types import Candidate, Retrieval, Seeds
+from apps.graph import cypher
+from apps.models.interfaces import ClipEmbedder, Reranker, TextEmbedder
+from apps.observability.tracing import span_set, stage_span
+
+
+@dataclass(frozen=True)
+class RetrievalParams:
+    seeds: SeedLimits = field(default_factory=SeedLimits)
+    expansion: ExpansionParams = field(default_factory=ExpansionParams)
+    selection: SelectionParams = field(default_factory=SelectionParams)
+    rerank_pool: int = 40
+    graph_weight: float = 0.5
+    mode: str = "graph"  # or "dense": the seeds only, no expansion
+
+
+@dataclass
+class RetrievalTools:
+    driver: Driver
+    text: TextEmbedder
+    clip: ClipEmbedder | None
+    reranker: Reranker | None  # None: cosine of the stored text vectors
+    tokenize: Tokenize
+    count_tokens: Callable[[str], int]
+    search: Search
+    stored_vectors: StoredVectors
+    ner_model: str | None = None
+
+
+@dataclass
+class _Clock:
+    timings_ms: dict[str, float] = field(default_factory=dict)
+
+    @contextmanager
+    def stage(self, name: str, **attributes: Any) -> Iterator[Any]:
+        started = time.perf_counter()
+        with stage_span(name, **attributes) as span:
+            yield span
+        self.timings_ms[name] = round((time.perf_counter() - started) * 1000, 3)
+
+
+def _shortlist(candidates: dict[str, Candidate], size: int) -> list[Candidate]:
+    ranked = sorted(candidates.values(), key=lambda c: (-max(c.graph_score, c.seed_score), c.node_id))
+    return ranked[:size]
+
+
+def units_fetch(*, driver: Driver, candidates: list[Candidate], collections: Sequence[str] | None) -> list[Candidate]:
+    """Fill in text, document and sentences; a unit the graph no longer has (or that lies
+    outside ``collections``) is dropped."""
+    records, _, _ = driver.execute_query(
+        cypher.ANSWER_UNITS,
+        ids=[c.node_id for c in candidates],
+        collections=None if collections is None else list(collections),
+        routing_="r",
+    )
+    found = {record["id"]: record for record in records}
+    kept = []
+    for candidate in candidates:
+        record = found.get(candidate.node_id)
+        if record is None:
+            continue
+        candidate.text = record["text"] or ""
+        candidate.image_path = record["path"] or ""
+        candidate.document_id = record["document_id"]
+        candidate.document = record["document"] or ""
+        candidate.collection = record["collection"] or ""
+        starts, ends = record["sentence_starts"] or [], record["sentence_ends"] or []
+        candidate.sentences = tuple(zip(starts, ends, strict=False))
+        kept.append(candidate)
+    return kept
+
+
+def _expand(
+    clock: _Clock,
+    tools: RetrievalTools,
+    params: RetrievalParams,
+    seeds: Seeds,
+    entities: Sequence[str],
+    collections: Sequence[str] | None,
+) -> tuple[list[Candidate], dict[str, Any]]:
+    with clock.stage("graph_expansion", hops=params.expansion.hops, mode=params.mode) as span:
+        if params.mode == "dense":
+            found = {
+                s.node_id: Candidate(s.node_id, s.label, seed_score=s.score, graph_score=s.score) for s in seeds.hits
+            }
+            stats: dict[str, Any] = {"rows": 0, "cypher_ms": 0.0, "entities": 0}
+        else:
+            expansion = graph_expand(
+                driver=tools.driver,
+                seeds=seeds.hits,
+                entity_names=entities,
+                collections=collections,
+                params=params.expansion,
+            )
+            found = expansion.candidates
+            stats = {"rows": expansion.rows, "cypher_ms": round(expansion.cypher_ms, 3), "entities": expansion.entities}
+        started = time.perf_counter()
+        shortlisted = units_fetch(
+            driver=tools.driver, candidates=_shortlist(found, params.rerank_pool), collections=collections
+        )
+        stats["cypher_ms"] += round((time.perf_counter() - started) * 1000, 3)
+        stats["reached"] = len(found)
+        span_set(span, nodes_touched=len(found) + stats["entities"], cypher_ms=stats["cypher_ms"], rows=stats["rows"])
+    return shortlisted, stats
+
+
+def retrieve(
+    *, question: str, collections: Sequence[str] | None, tools: RetrievalTools, params: RetrievalParams
+) -> Retrieval:
+    """Stages 1 to 6 for one question; ``collections`` None means every collection."""
+    clock = _Clock()
+    wanted = None if collections is None else set(collections)
+    with clock.stage("analysis") as span:
+        analysis = query_analyse(question=question, tokenize=tools.tokenize, ner_model=tools.ner_model)
+        span_set(span, language=analysis.language, tokens=len(analysis.tokens), entropy=analysis.entropy)
+    with clock.stage("embed"):
+        vectors = query_embed(question=question, text=tools.text, clip=tools.clip)
+    with clock.stage("vector_search", k=params.seeds.k_chunks) as span:
+        hits = seeds_search(vectors=vectors, limits=params.seeds, collections=wanted, search=tools.search)
+        span_set(span, hits=len(hits))
+    seeds = Seeds(text_vector=vectors["text"], hits=tuple(hits))
+    shortlisted, stats = _expand(clock, tools, params, seeds, analysis.entities, collections)
+    with clock.stage("rerank", k=len(shortlisted)):
+        attach_vectors(shortlisted, tools.stored_vectors)
+        scores = rerank_scores(
+            question=question, query_vector=vectors["text"], candidates=shortlisted, reranker=tools.reranker
+        )
+        ranked = rerank_apply(shortlisted, scores, graph_weight=params.graph_weight if params.mode == "graph" else 0.0)
+    with clock.stage("selection") as span:
+        sources, dropped = sources_select(
+            candidates=ranked, entropy=analysis.entropy, params=params.selection, count_tokens=tools.count_tokens
+        )
+        span_set(span, k=dropped["k"], selected=len(sources), duplicates=dropped["duplicates"])
+    with clock.stage("assembly") as span:
+        prompt = prompt_assemble(question=question, sources=sources, count_tokens=tools.count_tokens)
+        span_set(span, tokens=prompt.tokens)
+    return Retrieval(
+        question=question,
+        collections=None if collections is None else tuple(collections),
+        analysis=analysis,
+        seeds=seeds,
+        candidates=ranked,
+        sources=sources,
+        prompt=prompt,
+        timings_ms=clock.timings_ms,
+        stats={**stats, **dropped},
+    )

@@ -1,0 +1,249 @@
+"""Answering a question: retrieval (stages 1-6 here), generation (stage 7 on the gpu worker).
+
+``answer_ask`` is the one entry point of the command line and the web API: it retrieves,
+records the ``Answer``, queues the generation and follows its events. Every failure a user
+can meet becomes an ``AnswerError`` with a plain message; when generation is what failed the
+evidence is still returned.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth.models import AbstractBaseUser, User
+from django.utils import timezone
+from neo4j.exceptions import Neo4jError, ServiceUnavailable, SessionExpired
+from redis import RedisError
+
+from apps.answers import streams
+from apps.answers.models import Answer
+from apps.answers.pipeline import RetrievalParams, RetrievalTools, retrieve
+from apps.answers.types import STAGES, AnswerError, Retrieval
+from apps.observability.metrics import answers_count, generation_observe
+from apps.observability.tracing import request_span
+from apps.vectors.errors import VectorIndexError
+
+logger = logging.getLogger(__name__)
+
+MAX_QUESTION_CHARS = 2000
+GRAPH_DOWN = "The knowledge graph is not reachable right now (Neo4j did not answer). Please try again shortly."
+NO_WORKER = (
+    "No generation worker picked up the question within {seconds:g} s (no Celery worker is consuming the "
+    "'gpu' queue). The evidence found is shown below."
+)
+TOO_SLOW = "The generation did not finish within its time limit ({seconds} s). The evidence found is shown below."
+BROKER_DOWN = (
+    "The task queue (Redis) is not reachable, so no answer can be generated. The evidence found is shown below."
+)
+
+
+def question_check(question: str) -> str:
+    text = " ".join(question.split())
+    if not text:
+        raise AnswerError("Please type a question.", stage="analysis", status=400)
+    if len(text) > MAX_QUESTION_CHARS:
+        raise AnswerError(
+            f"The question is too long (at most {MAX_QUESTION_CHARS} characters).", stage="analysis", status=400
+        )
+    return text
+
+
+def answer_retrieve(
+    *, question: str, collections: Sequence[str] | None, tools: RetrievalTools, params: RetrievalParams
+) -> Retrieval:
+    """Stages 1-6, with the failures of the graph and the vector store turned into AnswerErrors."""
+    try:
+        return retrieve(question=question_check(question), collections=collections, tools=tools, params=params)
+    except (ServiceUnavailable, SessionExpired, OSError) as exc:
+        logger.warning("retrieval failed: %s", exc)
+        raise AnswerError(GRAPH_DOWN, stage="graph_expansion") from exc
+    except Neo4jError as exc:
+        logger.exception("a graph query failed")
+        raise AnswerError("A knowledge graph query failed; the error is logged.", stage="graph_expansion") from exc
+    except VectorIndexError as exc:
+        raise AnswerError(f"The vector index cannot be used: {exc}", stage="vector_search") from exc
+
+
+def answer_record(
+    *, retrieval: Retrieval, generate: bool, mode: str, user: AbstractBaseUser | None, model_names: dict[str, str]
+) -> Answer:
+    """Store the question, its evidence and the prompt (state ``retrieved``, or ``done`` without generation)."""
+    analysis = retrieval.analysis
+    return Answer.objects.create(
+        question=retrieval.question,
+        collections=None if retrieval.collections is None else list(retrieval.collections),
+        user=user if isinstance(user, User) else None,
+        mode=mode,
+        generate=generate,
+        state=Answer.RETRIEVED if generate else Answer.DONE,
+        analysis={
+            "language": analysis.language,
+            "tokens": len(analysis.tokens),
+            "entropy": analysis.entropy,
+            "entities": list(analysis.entities),
+        },
+        sources=[source.as_dict() for source in retrieval.sources],
+        prompt_system=retrieval.prompt.system,
+        prompt_user=retrieval.prompt.user,
+        prompt_tokens=retrieval.prompt.tokens,
+        timings_ms=retrieval.timings_ms,
+        stats=retrieval.stats,
+        model_names=model_names,
+        finished_at=None if generate else timezone.now(),
+    )
+
+
+def generation_queue(answer: Answer) -> None:
+    """Send stage 7 to the generation queue (the task id is the answer id)."""
+    from apps.answers.tasks import answer_generate_task
+
+    try:
+        answer_generate_task.apply_async(
+            args=(str(answer.id),), queue=settings.ANSWER_GENERATION_QUEUE, task_id=str(answer.id)
+        )
+    except Exception as exc:  # kombu raises OperationalError and friends
+        logger.warning("could not queue the generation of %s: %s", answer.id, exc)
+        answer_fail(answer, BROKER_DOWN)
+        raise AnswerError(BROKER_DOWN, stage="generation") from exc
+
+
+def answer_fail(answer: Answer, message: str) -> None:
+    """Mark an answer failed unless a worker finished it meanwhile (a late worker then finds nothing to claim)."""
+    Answer.objects.filter(id=answer.id, state__in=[Answer.RETRIEVED, Answer.GENERATING]).update(
+        state=Answer.FAILED, error=message, finished_at=timezone.now()
+    )
+    answer.refresh_from_db()
+
+
+def generation_events(answer: Answer) -> Iterator[tuple[str, dict[str, Any]]]:
+    """The generation's events; a missing worker or a generation past its limit ends in an ``error`` event."""
+    try:
+        events = streams.events_read(
+            str(answer.id), first_timeout=settings.ANSWER_QUEUE_TIMEOUT, timeout=settings.ANSWER_GENERATION_TIMEOUT + 30
+        )
+        for event, data in events:
+            if event == "timeout":
+                worker = data["waiting_for"] == "worker"
+                message = (
+                    NO_WORKER.format(seconds=settings.ANSWER_QUEUE_TIMEOUT)
+                    if worker
+                    else TOO_SLOW.format(seconds=settings.ANSWER_GENERATION_TIMEOUT)
+                )
+                _revoke(str(answer.id))
+                answer_fail(answer, message)
+                yield streams.ERROR, {"message": message}
+                return
+            if event == streams.DONE:
+                _observe(data.get("generation", {}))
+            yield event, data
+    except (OSError, RedisError) as exc:
+        answer_fail(answer, BROKER_DOWN)
+        yield streams.ERROR, {"message": BROKER_DOWN, "detail": str(exc)}
+
+
+def _observe(generation: dict[str, Any]) -> None:
+    """Generation metrics, observed here: the web process is the one Prometheus scrapes."""
+    first = generation.get("first_token_ms")
+    generation_observe(
+        int(generation.get("tokens", 0)), float(generation.get("seconds", 0.0)), None if first is None else first / 1000
+    )
+
+
+def _revoke(task_id: str) -> None:
+    from ragkg.celery import app
+
+    try:
+        app.control.revoke(task_id)
+    except Exception:  # best effort: the answer is failed already, so a late worker claims nothing
+        logger.warning("could not revoke generation task %s", task_id, exc_info=True)
+
+
+def answer_result(answer: Answer) -> dict[str, Any]:
+    """The answer as the API and ``ask --json`` give it."""
+    timings = {stage: float(answer.timings_ms.get(stage, 0.0)) for stage in STAGES}
+    if "queue" in answer.timings_ms:  # time the generation waited for a gpu worker
+        timings["queue"] = float(answer.timings_ms["queue"])
+    return {
+        "answer_id": str(answer.id),
+        "question": answer.question,
+        "state": answer.state,
+        "answer": answer.answer,
+        "error": answer.error,
+        "sources": answer.sources,
+        "timings_ms": timings,
+        "analysis": answer.analysis,
+        "generation": answer.generation,
+        "models": answer.model_names,
+    }
+
+
+def model_names(tools: RetrievalTools) -> dict[str, str]:
+    from apps.models.registry import profile_specs
+
+    specs = profile_specs()
+    return {
+        "text_embedder": tools.text.name,
+        "reranker": specs.reranker.name,
+        "generator": specs.generator.name,
+        **({"clip": tools.clip.name} if tools.clip is not None else {}),
+    }
+
+
+def answer_start(
+    *,
+    question: str,
+    collections: Sequence[str] | None,
+    generate: bool,
+    mode: str,
+    user: AbstractBaseUser | None,
+    tools: RetrievalTools,
+    params: RetrievalParams,
+) -> Answer:
+    """Retrieve, record, and queue the generation; the returned answer is ``done`` or ``retrieved``."""
+    with request_span("ask", mode=mode, generate=generate):
+        retrieval = answer_retrieve(question=question, collections=collections, tools=tools, params=params)
+        answer = answer_record(
+            retrieval=retrieval, generate=generate, mode=mode, user=user, model_names=model_names(tools)
+        )
+        if generate and not retrieval.sources:
+            answer_fail(
+                answer, "Nothing in the knowledge base matches the question, so there is nothing to answer from."
+            )
+        elif generate:
+            generation_queue(answer)
+    return answer
+
+
+def answer_ask(
+    *,
+    question: str,
+    collections: Sequence[str] | None,
+    generate: bool,
+    mode: str,
+    user: AbstractBaseUser | None,
+    tools: RetrievalTools,
+    params: RetrievalParams,
+) -> dict[str, Any]:
+    """Ask and wait for the whole answer (or its failure)."""
+    try:
+        answer = answer_start(
+            question=question,
+            collections=collections,
+            generate=generate,
+            mode=mode,
+            user=user,
+            tools=tools,
+            params=params,
+        )
+    except AnswerError:
+        answers_count("error")
+        raise
+    if answer.state == Answer.RETRIEVED:
+        for _event in generation_events(answer):
+            pass
+        answer.refresh_from_db()
+    answers_count(answer.state if answer.generate else "retrieval_only")
+    return answer_result(answer)

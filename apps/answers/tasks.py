@@ -1,0 +1,15 @@
+"""Celery tasks of answering (thin: the work is in apps.answers.generation)."""
+
+from __future__ import annotations
+
+from celery import shared_task
+
+from apps.answers.generation import answer_claim, answer_generate
+from apps.models.registry import generator
+
+
+@shared_task(name="answers.generate", acks_late=True)
+def answer_generate_task(answer_id: str) -> None:
+    """Stage 7 for one answer, on the gpu queue."""
+    if answer_claim(answer_id):
+        answer_generate(answer_id=answer_id, load_generator=generator)

@@ -1,0 +1,70 @@
+"""The configured models, indexes and graph driver for answering, and the parameters from settings."""
+
+from __future__ import annotations
+
+from django.conf import settings
+
+from apps.answers.expansion import ExpansionParams
+from apps.answers.pipeline import RetrievalParams, RetrievalTools
+from apps.answers.seeds import SeedLimits
+from apps.answers.selection import SelectionParams
+from apps.graph.driver import get_driver
+from apps.ingest.extraction import DEFAULT_MODEL
+from apps.models import registry
+from apps.models.rerank import EmbeddingReranker
+from apps.vectors.services import vectors_get, vectors_search
+
+
+def retrieval_params(*, mode: str = "graph") -> RetrievalParams:
+    """The answering settings as typed parameters (``mode`` graph or dense)."""
+    return RetrievalParams(
+        seeds=SeedLimits(settings.ANSWER_K_CHUNKS, settings.ANSWER_K_ROWS, settings.ANSWER_K_IMAGES),
+        expansion=ExpansionParams(
+            hops=settings.ANSWER_HOPS,
+            fanout=settings.ANSWER_FANOUT,
+            related_fanout=settings.ANSWER_RELATED_FANOUT,
+            max_entities=settings.ANSWER_MAX_ENTITIES,
+            max_degree=settings.ANSWER_MAX_DEGREE,
+            decay=settings.ANSWER_DECAY,
+            scoring=settings.ANSWER_SCORING,
+            ppr_damping=settings.ANSWER_PPR_DAMPING,
+            body_weight=settings.ANSWER_BODY_MENTION_WEIGHT,
+        ),
+        selection=SelectionParams(
+            k_min=settings.ANSWER_K_MIN,
+            k_max=max(settings.ANSWER_K_MIN, settings.ANSWER_K_MAX),
+            k_per_bit=settings.ANSWER_K_PER_BIT,
+            duplicate_cosine=settings.ANSWER_DUPLICATE_COSINE,
+            context_tokens=settings.ANSWER_CONTEXT_TOKENS - settings.ANSWER_MAX_NEW_TOKENS - 200,
+        ),
+        rerank_pool=settings.ANSWER_RERANK_POOL,
+        graph_weight=settings.ANSWER_GRAPH_WEIGHT,
+        mode=mode,
+    )
+
+
+def _torch_threads(count: int) -> None:
+    import torch
+
+    if torch.get_num_threads() != count:
+        torch.set_num_threads(count)
+
+
+def default_tools() -> RetrievalTools:
+    """This process's tools (each model loads once per process, on first use)."""
+    _torch_threads(settings.ANSWER_TORCH_THREADS)
+    text = registry.text_embedder()
+    reranker = registry.reranker()
+    tokenizer = registry.generator_tokenizer()
+    stored_is_cosine = isinstance(reranker, EmbeddingReranker) and reranker.embedder is text
+    return RetrievalTools(
+        driver=get_driver(),
+        text=text,
+        clip=registry.clip_embedder(),
+        reranker=None if stored_is_cosine else reranker,
+        tokenize=tokenizer.tokenize,
+        count_tokens=lambda text: len(tokenizer.encode(text, add_special_tokens=False)),
+        search=vectors_search,
+        stored_vectors=lambda ids: vectors_get(space="text", node_ids=list(ids)),
+        ner_model=DEFAULT_MODEL,
+    )

@@ -1,0 +1,93 @@
+"""``POST /api/ask``: JSON in; the answer as JSON, or its events as newline-delimited JSON.
+
+Body: ``{"question": str, "collections": [str] | null, "generate": bool = true,
+"mode": "graph" | "dense" = "graph", "stream": bool = false}``. The request must be
+``Content-Type: application/json`` (a browser cannot send that cross-site without a CORS
+preflight, which is what keeps this endpoint safe from cross-site requests without a CSRF
+token). With ``stream`` the response is ``application/x-ndjson``: one ``retrieval`` event
+with the sources and timings, ``token`` events as the generator writes, then ``done`` (the
+whole answer) or ``error``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
+from django.views.decorators.csrf import csrf_exempt
+from django.views.decorators.http import require_POST
+
+from apps.answers import services
+from apps.answers.models import Answer
+from apps.answers.tools import default_tools, retrieval_params
+from apps.answers.types import AnswerError
+
+
+class BadRequest(ValueError):
+    pass
+
+
+def _options(request: HttpRequest) -> dict[str, Any]:
+    if request.content_type != "application/json":
+        raise BadRequest("send the question as JSON (Content-Type: application/json)")
+    try:
+        body = json.loads(request.body or b"{}")
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise BadRequest("the body is not valid JSON") from exc
+    if not isinstance(body, dict) or not isinstance(body.get("question"), str):
+        raise BadRequest('the body must be a JSON object with a "question" string')
+    collections = body.get("collections", body.get("collection"))
+    if isinstance(collections, str):
+        collections = [collections]
+    if collections is not None and not (isinstance(collections, list) and all(isinstance(c, str) for c in collections)):
+        raise BadRequest('"collections" must be a list of collection names')
+    mode = body.get("mode", "graph")
+    if mode not in ("graph", "dense"):
+        raise BadRequest('"mode" is "graph" or "dense"')
+    return {
+        "question": body["question"],
+        "collections": collections,
+        "generate": bool(body.get("generate", True)),
+        "mode": mode,
+        "stream": bool(body.get("stream", False)),
+    }
+
+
+def _line(event: str, **data: Any) -> bytes:
+    return (json.dumps({"event": event, **data}, ensure_ascii=False) + "\n").encode()
+
+
+def _events(answer: Answer) -> Iterator[bytes]:
+    yield _line("retrieval", **services.answer_result(answer))
+    if answer.state == Answer.RETRIEVED:
+        for event, data in services.generation_events(answer):
+            if event in ("token", "error"):
+                yield _line(event, **data)
+        answer.refresh_from_db()
+    yield _line("done", **services.answer_result(answer))
+
+
+@csrf_exempt
+@require_POST
+def ask(request: HttpRequest) -> HttpResponse | StreamingHttpResponse:
+    try:
+        options = _options(request)
+    except BadRequest as exc:
+        return JsonResponse({"error": str(exc)}, status=400)
+    stream = options.pop("stream")
+    user = request.user if request.user.is_authenticated else None
+    tools = default_tools()
+    try:
+        if not stream:
+            return JsonResponse(
+                services.answer_ask(**options, user=user, tools=tools, params=retrieval_params(mode=options["mode"]))
+            )
+        answer = services.answer_start(**options, user=user, tools=tools, params=retrieval_params(mode=options["mode"]))
+    except AnswerError as exc:
+        return JsonResponse({"error": exc.message, "stage": exc.stage}, status=exc.status)
+    response = StreamingHttpResponse(_events(answer), content_type="application/x-ndjson")
+    response["Cache-Control"] = "no-cache"
+    response["X-Accel-Buffering"] = "no"
+    return response

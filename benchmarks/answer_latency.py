@@ -1,0 +1,581 @@
+"""Answering latency: retrieval stages at 100k chunks, generation speed, and 8 concurrent clients.
+
+    make bench-answers                      (a private stack under var/bench-answers, wiped first)
+    make bench-answers BENCH_ARGS=--quick   (5k chunks, 20 questions, 15 s of load: a smoke run)
+
+1. Corpus: the MuSiQue and HotpotQA passages ingested with the real pipeline, then bulk filler
+   shaped like ingested data up to 100k chunks (benchmarks/answer_corpus.py says how).
+2. Retrieval: the 200 MuSiQue and HotpotQA questions, after warm-up questions (XQuAD English),
+   through ``apps.answers.pipeline.retrieve`` in graph mode, in this process; p50/p95/max of each
+   stage and of stages 1-6 together. Target: p50 <= 60 ms, p95 <= 150 ms. When missed, a profile
+   (stage shares, cProfile of the slowest questions, Neo4j PROFILE of the expansion) is added.
+3. Generation: SmolLM2 (``registry.generator().stream``) on prompts the pipeline built: time to
+   first token and tokens per second.
+4. Load: the Celery worker and gunicorn started (scripts/services.py), 8 clients POST /api/ask
+   with generation on, back to back for a minute; sent / answered / failed / lost and the
+   latency split (retrieval stages, queue, generation, end to end).
+
+Writes benchmarks/results/answer_latency.json and prints a table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import io
+import json
+import os
+import platform
+import pstats
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(BASE_DIR))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "ragkg.settings")
+
+import django
+
+django.setup()
+
+import numpy as np
+from django.conf import settings
+from django.utils import timezone
+
+from apps.answers.expansion import question_entity_ids
+from apps.answers.models import Answer
+from apps.answers.pipeline import RetrievalParams, RetrievalTools, retrieve
+from apps.answers.tools import default_tools, retrieval_params
+from apps.answers.types import Retrieval
+from apps.graph import cypher
+from apps.graph.driver import get_driver
+from apps.graph.schema import graph_schema_apply
+from apps.ingest.services import extraction_helpers_stop
+from apps.models import registry
+from benchmarks.answer_corpus import FillerParams, base_files, corpus_build
+from benchmarks.answer_load import RETRIEVAL_STAGES, load_run, load_summary, server_split, warm_up
+
+COLLECTION = "bench-answers"
+TARGET_P50_MS, TARGET_P95_MS = 60.0, 150.0
+
+
+@dataclass(frozen=True)
+class RunSize:
+    name: str
+    chunks: int
+    musique: int | None  # base passages (None: all)
+    hotpotqa: int | None
+    questions: int
+    warmup: int
+    prompts: int
+    load_seconds: float
+
+
+FULL = RunSize("full", 100_000, None, None, 200, 20, 10, 60.0)
+QUICK = RunSize("quick", 5_000, 300, 150, 20, 5, 3, 15.0)
+
+
+def log(message: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {message}", flush=True)
+
+
+def quantiles(values: Sequence[float]) -> dict[str, float]:
+    array = np.asarray(values, dtype=np.float64)
+    return {
+        "p50": round(float(np.percentile(array, 50)), 2),
+        "p95": round(float(np.percentile(array, 95)), 2),
+        "max": round(float(array.max()), 2),
+        "mean": round(float(array.mean()), 2),
+    }
+
+
+# --- questions -----------------------------------------------------------------------------
+
+
+def questions_load(data_dir: Path) -> list[str]:
+    """The 100 MuSiQue and 100 HotpotQA questions, in file order."""
+    multihop = data_dir / "multihop"
+    musique = json.loads((multihop / "hipporag_musique_train.json").read_text())
+    hotpotqa = json.loads((multihop / "hipporag_hotpotqa_train.json").read_text())
+    return [item["question"] for item in musique] + [item["question"] for item in hotpotqa]
+
+
+def warmup_load(data_dir: Path, count: int) -> list[str]:
+    """Other real questions (XQuAD English), so the measured ones meet no cache of their own."""
+    squad = json.loads((data_dir / "multilingual/xquad/xquad.en.json").read_text())
+    questions = (qa["question"] for article in squad["data"] for p in article["paragraphs"] for qa in p["qas"])
+    return [q for _, q in zip(range(count), questions, strict=False)]
+
+
+# --- stages 1-6 ------------------------------------------------------------------------------
+
+
+def total_ms(retrieval: Retrieval) -> float:
+    return sum(retrieval.timings_ms.get(stage, 0.0) for stage in RETRIEVAL_STAGES)
+
+
+def latency_measure(
+    questions: Sequence[str], tools: RetrievalTools, params: RetrievalParams
+) -> list[tuple[Retrieval, float]]:
+    """Each question's retrieval and its wall time (ms) around ``retrieve``."""
+    runs = []
+    for question in questions:
+        started = time.perf_counter()
+        retrieval = retrieve(question=question, collections=None, tools=tools, params=params)
+        runs.append((retrieval, (time.perf_counter() - started) * 1000))
+    return runs
+
+
+def latency_report(runs: Sequence[tuple[Retrieval, float]]) -> dict[str, Any]:
+    retrievals = [r for r, _ in runs]
+    stages = {stage: quantiles([r.timings_ms.get(stage, 0.0) for r in retrievals]) for stage in RETRIEVAL_STAGES}
+    totals = quantiles([total_ms(r) for r in retrievals])
+    stats_keys = sorted({k for r in retrievals for k, v in r.stats.items() if isinstance(v, int | float)})
+    return {
+        "questions": len(runs),
+        "collections": None,
+        "mode": "graph",
+        "stages_ms": stages,
+        "stages_1_6_ms": totals,
+        "wall_ms": quantiles([wall for _, wall in runs]),
+        "stats_mean": {k: round(float(np.mean([float(r.stats.get(k, 0)) for r in retrievals])), 2) for k in stats_keys},
+        "sources_mean": round(float(np.mean([len(r.sources) for r in retrievals])), 2),
+        "prompt_tokens_mean": round(float(np.mean([r.prompt.tokens for r in retrievals])), 1),
+        "seeds_mean": round(float(np.mean([len(r.seeds.hits) for r in retrievals])), 1),
+        "question_entities_mean": round(float(np.mean([len(r.analysis.entities) for r in retrievals])), 2),
+        "target": {"p50_ms": TARGET_P50_MS, "p95_ms": TARGET_P95_MS},
+        "met": totals["p50"] <= TARGET_P50_MS and totals["p95"] <= TARGET_P95_MS,
+    }
+
+
+# --- profile (when the target is missed) -----------------------------------------------------
+
+
+def _short(path: str) -> str:
+    for marker in ("site-packages/", str(BASE_DIR) + "/"):
+        if marker in path:
+            return path.split(marker, 1)[1]
+    return path
+
+
+def cprofile_top(
+    questions: Sequence[str], tools: RetrievalTools, params: RetrievalParams, top: int = 10
+) -> dict[str, list[str]]:
+    """Over these questions (ms per question): the functions with the most own time, and the
+    project's own functions (apps/) by cumulative time."""
+    profiler = cProfile.Profile()
+    profiler.enable()
+    for question in questions:
+        retrieve(question=question, collections=None, tools=tools, params=params)
+    profiler.disable()
+    stats = pstats.Stats(profiler, stream=io.StringIO())
+    rows = []
+    for (path, line, name), (_cc, calls, own, cumulative, _callers) in stats.stats.items():  # type: ignore[attr-defined]
+        rows.append((own, cumulative, calls, f"{_short(path)}:{line}({name})"))
+    n = max(1, len(questions))
+
+    def describe(row: tuple[float, float, int, str]) -> str:
+        own, cum, calls, where = row
+        return f"{where}: own {own * 1000 / n:.1f} ms, cumulative {cum * 1000 / n:.1f} ms, {calls / n:.0f} calls"
+
+    own_time = sorted(rows, reverse=True)[:top]
+    project = sorted((r for r in rows if r[3].startswith("apps/")), key=lambda r: -r[1])[:top]
+    return {
+        "by_own_time": [describe(r) for r in own_time],
+        "project_by_cumulative_time": [describe(r) for r in project],
+    }
+
+
+def _expand_parameters(retrieval: Retrieval, params: RetrievalParams) -> dict[str, Any]:
+    """The parameters ``graph_expand`` sends for this retrieval's seeds and question entities."""
+    seeds = retrieval.seeds.hits
+    start_score = max((seed.score for seed in seeds), default=1.0)
+    p = params.expansion
+    return {
+        "seeds": [{"id": s.node_id, "score": s.score} for s in seeds],
+        "entities": [{"id": e, "score": start_score} for e in question_entity_ids(retrieval.analysis.entities)],
+        "collections": None,
+        "fanout": p.fanout,
+        "related_fanout": p.related_fanout if p.hops >= 3 else 0,
+        "max_entities": p.max_entities,
+        "max_degree": p.max_degree,
+        "skip_types": list(p.skip_types),
+    }
+
+
+def expansion_split(
+    retrievals: Sequence[Retrieval], tools: RetrievalTools, params: RetrievalParams
+) -> dict[str, dict[str, float]]:
+    """ANSWER_EXPAND again for these questions: the client's time against the server's (first
+    record available, all consumed), so Neo4j's work and the driver's decoding separate."""
+    client, available, consumed, rows = [], [], [], []
+    for retrieval in retrievals:
+        started = time.perf_counter()
+        records, summary, _ = tools.driver.execute_query(
+            cypher.ANSWER_EXPAND, parameters_=_expand_parameters(retrieval, params), routing_="r"
+        )
+        client.append((time.perf_counter() - started) * 1000)
+        available.append(float(summary.result_available_after or 0))
+        consumed.append(float((summary.result_available_after or 0) + (summary.result_consumed_after or 0)))
+        rows.append(float(len(records)))
+    return {
+        "client_ms": quantiles(client),
+        "server_ms (first record available)": quantiles(available),
+        "server_ms (last record consumed, paced by the client)": quantiles(consumed),
+        "rows": quantiles(rows),
+    }
+
+
+def embed_threads(questions: Sequence[str], tools: RetrievalTools) -> dict[str, dict[str, float]]:
+    """The query embedding with one torch thread and with one per core (the 2 cores are shared with Neo4j)."""
+    import torch
+
+    before = torch.get_num_threads()
+    found = {}
+    try:
+        for threads in dict.fromkeys((1, os.cpu_count() or 1)):
+            torch.set_num_threads(threads)
+            times = []
+            for question in questions:
+                started = time.perf_counter()
+                tools.text.embed_queries([question])
+                times.append((time.perf_counter() - started) * 1000)
+            found[f"{threads} torch threads"] = quantiles(times)
+    finally:
+        torch.set_num_threads(before)
+    return found
+
+
+def _operators(plan: dict[str, Any]) -> list[dict[str, Any]]:
+    details = str(plan.get("args", {}).get("Details", ""))
+    found = [
+        {
+            "operator": plan.get("operatorType", "?"),
+            "rows": plan.get("rows", 0),
+            "db_hits": plan.get("dbHits", 0),
+            "details": details[:110],
+        }
+    ]
+    for child in plan.get("children", []):
+        found += _operators(child)
+    return found
+
+
+def expansion_profile(retrieval: Retrieval, tools: RetrievalTools, params: RetrievalParams) -> dict[str, Any]:
+    """Neo4j's PROFILE of ANSWER_EXPAND with the parameters ``graph_expand`` sent for this question
+    (run twice; the second, with its plan cached, is reported)."""
+    for _ in range(2):
+        started = time.perf_counter()
+        records, summary, _ = tools.driver.execute_query(
+            cypher.ANSWER_BENCH_EXPAND_PROFILE, parameters_=_expand_parameters(retrieval, params), routing_="r"
+        )
+        seconds = time.perf_counter() - started
+    operators = _operators(summary.profile or {})
+    return {
+        "question": retrieval.question,
+        "graph_expansion_ms": retrieval.timings_ms.get("graph_expansion"),
+        "profiled_run_ms": round(seconds * 1000, 1),
+        "rows_returned": len(records),
+        "db_hits_total": sum(int(op["db_hits"]) for op in operators),
+        "operators_by_db_hits": sorted(operators, key=lambda op: -int(op["db_hits"]))[:12],
+    }
+
+
+def profile_report(
+    runs: Sequence[tuple[Retrieval, float]], tools: RetrievalTools, params: RetrievalParams
+) -> dict[str, Any]:
+    retrievals = [r for r, _ in runs]
+    means = {stage: float(np.mean([r.timings_ms.get(stage, 0.0) for r in retrievals])) for stage in RETRIEVAL_STAGES}
+    whole = sum(means.values()) or 1.0
+    slowest = sorted(retrievals, key=total_ms, reverse=True)[:10]
+    slowest_expansion = max(retrievals, key=lambda r: r.timings_ms.get("graph_expansion", 0.0))
+    dominant = max(means, key=lambda s: means[s])
+    return {
+        "dominant_stage": dominant,
+        "stage_share_of_mean_total": {s: f"{means[s] / whole:.0%}" for s in RETRIEVAL_STAGES},
+        "slowest_questions": [
+            {"question": r.question, "total_ms": round(total_ms(r), 1), **r.timings_ms}
+            | {key: r.stats.get(key) for key in ("rows", "reached", "entities", "cypher_ms")}
+            for r in slowest[:5]
+        ],
+        "cprofile_10_slowest_questions": cprofile_top([r.question for r in slowest], tools, params),
+        "expansion_client_vs_server": expansion_split(retrievals[:50], tools, params),
+        "neo4j_profile_slowest_expansion": expansion_profile(slowest_expansion, tools, params),
+        "query_embedding_by_torch_threads": embed_threads([r.question for r in retrievals[:30]], tools),
+    }
+
+
+# --- generation ------------------------------------------------------------------------------
+
+
+def generation_measure(
+    retrievals: Sequence[Retrieval], count: int, max_new_tokens: int, torch_threads: int
+) -> dict[str, Any]:
+    """Time to first token and tokens per second on ``count`` pipeline prompts spread over the questions,
+    with ``torch_threads`` (what a fresh gpu worker process has; ``default_tools`` lowers it for retrieval)."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(torch_threads)
+    try:
+        return _generation_measure(retrievals, count, max_new_tokens) | {"torch_threads": torch_threads}
+    finally:
+        torch.set_num_threads(before)
+
+
+def _generation_measure(retrievals: Sequence[Retrieval], count: int, max_new_tokens: int) -> dict[str, Any]:
+    generator = registry.generator()
+    started = time.perf_counter()
+    list(generator.stream("Say hello.", max_new_tokens=4))  # weights and kernels warm, not counted
+    log(f"generator warm in {time.perf_counter() - started:.1f} s")
+    step = max(1, len(retrievals) // max(1, count))
+    picks = [r for r in retrievals[::step] if r.sources][:count]
+    rows = []
+    for retrieval in picks:
+        prompt = retrieval.prompt
+        prompt_tokens = int(generator.prompt_inputs(prompt.user, system=prompt.system)["input_ids"].shape[1])
+        pieces: list[str] = []
+        first: float | None = None
+        started = time.perf_counter()
+        stream = generator.stream(prompt.user, max_new_tokens=max_new_tokens, system=prompt.system)
+        try:
+            for piece in stream:
+                first = first if first is not None else time.perf_counter() - started
+                pieces.append(piece)
+        finally:
+            stream.close()
+        seconds = time.perf_counter() - started
+        text = "".join(pieces).strip()
+        tokens = len(generator.tokenizer.encode(text, add_special_tokens=False)) if text else 0
+        decode = seconds - (first or 0.0)
+        rows.append(
+            {
+                "prompt_tokens": prompt_tokens,
+                "new_tokens": tokens,
+                "first_token_ms": round((first or 0.0) * 1000, 1),
+                "seconds": round(seconds, 2),
+                "tokens_per_second": round(tokens / seconds, 2) if seconds else 0.0,
+                "decode_tokens_per_second": round((tokens - 1) / decode, 2) if tokens > 1 and decode > 0 else 0.0,
+            }
+        )
+        log(f"generation {len(rows)}/{len(picks)}: {rows[-1]}")
+    return {
+        "model": generator.name,
+        "device": str(getattr(generator, "device", "?")),
+        "max_new_tokens": max_new_tokens,
+        "prompts": len(rows),
+        "first_token_ms": quantiles([r["first_token_ms"] for r in rows]),
+        "tokens_per_second": quantiles([r["tokens_per_second"] for r in rows]),
+        "decode_tokens_per_second": quantiles([r["decode_tokens_per_second"] for r in rows]),
+        "prompt_tokens": quantiles([r["prompt_tokens"] for r in rows]),
+        "new_tokens": quantiles([r["new_tokens"] for r in rows]),
+        "per_prompt": rows,
+        "note": "tokens counted as apps.answers.generation counts them (the answer text re-encoded); "
+        "tokens_per_second = tokens / whole generation time (prefill included), decode = after the first token",
+    }
+
+
+# --- concurrency against the private stack ---------------------------------------------------
+
+
+def services(action: str, names: Sequence[str], extra_env: dict[str, str]) -> None:
+    subprocess.run(
+        [sys.executable, str(BASE_DIR / "scripts/services.py"), action, *names],
+        cwd=BASE_DIR,
+        env={**os.environ, **extra_env},
+        check=True,
+    )
+
+
+def load_measure(
+    questions: Sequence[str], *, clients: int, seconds: float, max_new_tokens: int, timeout: float
+) -> dict[str, Any]:
+    """Start the worker and web server, warm them, then ``clients`` concurrent askers for ``seconds``."""
+    stack_env = {"ANSWER_MAX_NEW_TOKENS": str(max_new_tokens)}
+    url = f"http://{settings.WEB_HOST}:{settings.WEB_PORT}/api/ask"
+    started = time.perf_counter()
+    services("up", ["celery", "web"], stack_env)
+    try:
+        up_seconds = time.perf_counter() - started
+        started = time.perf_counter()
+        warm = warm_up(
+            url=url,
+            questions=questions[::-1],
+            clients=clients,
+            generating=settings.CELERY_WORKER_CONCURRENCY,
+            timeout=timeout,
+        )
+        warm_seconds = time.perf_counter() - started
+        log(f"stack up in {up_seconds:.0f} s, warm in {warm_seconds:.0f} s: {[r.outcome for r in warm]}")
+        since = timezone.now()
+        started = time.perf_counter()
+        replies = load_run(url=url, questions=questions, clients=clients, seconds=seconds, timeout=timeout)
+        drain = time.perf_counter() - started - seconds
+        answers = list(
+            Answer.objects.filter(created_at__gte=since).values_list("id", "state", "created_at", "finished_at")
+        )
+        stamps = {str(a): (c.timestamp(), f.timestamp() if f else None) for a, _s, c, f in answers}
+        summary = load_summary(
+            replies,
+            seconds=seconds,
+            clients=clients,
+            drain_seconds=max(0.0, drain),
+            extra=server_split(replies, stamps),
+        )
+    finally:
+        services("down", ["web", "celery"], stack_env)
+    recorded: dict[str, int] = {}
+    for _id, state, _created, _finished in answers:
+        recorded[state] = recorded.get(state, 0) + 1
+    return {
+        **summary,
+        "server_answers_by_state": recorded,
+        "per_request_timeout_s": timeout,
+        "stack": {
+            "web_workers": settings.WEB_WORKERS,
+            "web_threads": settings.WEB_THREADS,
+            "celery_concurrency": settings.CELERY_WORKER_CONCURRENCY,
+            "worker_queues": list(settings.WORKER_QUEUES),
+            "answer_max_new_tokens": max_new_tokens,
+            "answer_queue_timeout_s": settings.ANSWER_QUEUE_TIMEOUT,
+            "answer_generation_timeout_s": settings.ANSWER_GENERATION_TIMEOUT,
+            "startup_seconds": round(up_seconds, 1),
+            "warm_up_seconds": round(warm_seconds, 1),
+            "warm_up_outcomes": [r.outcome for r in warm],
+        },
+        "met": summary["sent"] > 0 and summary["answered"] == summary["sent"],
+        "replies": [
+            {"client": r.client, "sent_at": r.sent_at, "seconds": r.seconds, "outcome": r.outcome, "error": r.error}
+            | {k: r.timings_ms.get(k) for k in ("queue", "generation")}
+            for r in replies
+        ],
+    }
+
+
+# --- report --------------------------------------------------------------------------------
+
+
+def table_print(report: dict[str, Any]) -> None:
+    latency = report["latency"]
+    print(f"\nretrieval, {latency['questions']} questions at {report['corpus']['graph']['nodes'].get('Chunk')} chunks")
+    print(f"{'stage':<18}{'p50 ms':>9}{'p95 ms':>9}{'max ms':>9}")
+    for stage, q in [*latency["stages_ms"].items(), ("stages 1-6", latency["stages_1_6_ms"])]:
+        print(f"{stage:<18}{q['p50']:>9.1f}{q['p95']:>9.1f}{q['max']:>9.1f}")
+    print(f"target p50 <= {TARGET_P50_MS:g} / p95 <= {TARGET_P95_MS:g} ms: {'met' if latency['met'] else 'MISSED'}")
+    print(f"stats (mean): {latency['stats_mean']}")
+    profile = report.get("profile")
+    if profile:
+        print(f"dominant stage: {profile['dominant_stage']}, shares {profile['stage_share_of_mean_total']}")
+    gen = report.get("generation")
+    if gen:
+        print(
+            f"\ngeneration ({gen['model']}, {gen['prompts']} prompts, "
+            f"~{gen['prompt_tokens']['p50']:.0f} prompt tokens): "
+            f"first token p50 {gen['first_token_ms']['p50']:.0f} ms, {gen['tokens_per_second']['p50']:.1f} tok/s "
+            f"({gen['decode_tokens_per_second']['p50']:.1f} tok/s decoding)"
+        )
+    load = report.get("concurrency")
+    if load:
+        print(
+            f"\n{load['clients']} clients for {load['seconds_sending']:g} s: sent {load['sent']}, answered "
+            f"{load['answered']}, failed {load['failed']}, lost {load['lost']} "
+            f"({load['answers_per_minute']} answers/min)"
+        )
+        for key, q in load["split_ms"].items():
+            if q:
+                print(f"  {key:<50} p50 {q['p50']:>9.1f}  p95 {q['p95']:>9.1f} ms")
+        if load["errors"]:
+            print(f"  errors: {load['errors']}")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="smoke run: 5k chunks, 20 questions, 15 s of load")
+    parser.add_argument("--clients", type=int, default=8)
+    parser.add_argument("--load-seconds", type=float, default=None)
+    parser.add_argument("--load-max-new-tokens", type=int, default=64, help="ANSWER_MAX_NEW_TOKENS of the stack")
+    parser.add_argument("--request-timeout", type=float, default=300.0)
+    parser.add_argument("--skip-load", action="store_true", help="no Celery worker and web server phase")
+    parser.add_argument("--profile", action="store_true", help="add the profile even when the target is met")
+    parser.add_argument("--out", default=None)
+    args = parser.parse_args()
+    size = QUICK if args.quick else FULL
+    default_out = Path(settings.STATE_DIR) / "answer_latency_quick.json"  # a smoke run keeps the results file
+    out = Path(args.out or (default_out if args.quick else BASE_DIR / "benchmarks/results/answer_latency.json"))
+    data_dir = Path(settings.DEMO_DATA_DIR)
+    driver = get_driver()
+    began = time.perf_counter()
+    graph_schema_apply(driver=driver)
+
+    files = base_files(data_dir, musique=size.musique, hotpotqa=size.hotpotqa)
+    corpus = corpus_build(
+        driver=driver, files=files, params=FillerParams(target_chunks=size.chunks, collection=COLLECTION), log=log
+    )
+    extraction_helpers_stop()  # their cores are free while measuring
+    log(f"corpus: {json.dumps(corpus['graph'])}")
+
+    import torch
+
+    process_threads = torch.get_num_threads()  # before default_tools sets ANSWER_TORCH_THREADS
+    tools, params = default_tools(), retrieval_params(mode="graph")
+    questions = questions_load(data_dir)[: size.questions]
+    warm_seconds = time.perf_counter()
+    latency_measure(warmup_load(data_dir, size.warmup), tools, params)
+    log(f"retrieval warm-up ({size.warmup} questions) {time.perf_counter() - warm_seconds:.1f} s")
+    runs = latency_measure(questions, tools, params)
+    latency = latency_report(runs)
+    log(f"retrieval stages 1-6: {latency['stages_1_6_ms']}")
+    profile = profile_report(runs, tools, params) if args.profile or not latency["met"] else None
+
+    generation = generation_measure([r for r, _ in runs], size.prompts, settings.ANSWER_MAX_NEW_TOKENS, process_threads)
+    concurrency = None
+    if not args.skip_load:
+        concurrency = load_measure(
+            questions_load(data_dir),
+            clients=args.clients,
+            seconds=args.load_seconds or size.load_seconds,
+            max_new_tokens=args.load_max_new_tokens,
+            timeout=args.request_timeout,
+        )
+    report = {
+        "benchmark": "answer_latency",
+        "run": size.name,
+        "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}",
+        "seconds": round(time.perf_counter() - began, 1),
+        "neo4j": {"heap": settings.NEO4J_HEAP, "page_cache": settings.NEO4J_PAGE_CACHE},
+        "retrieval_params": {
+            "k_chunks": params.seeds.k_chunks,
+            "hops": params.expansion.hops,
+            "fanout": params.expansion.fanout,
+            "related_fanout": params.expansion.related_fanout,
+            "max_entities": params.expansion.max_entities,
+            "max_degree": params.expansion.max_degree,
+            "rerank_pool": params.rerank_pool,
+            "reranker": "stored-vector cosine" if tools.reranker is None else tools.reranker.name,
+            "text_embedder": tools.text.name,
+            "torch_threads": getattr(settings, "ANSWER_TORCH_THREADS", None),
+        },
+        "corpus": corpus,
+        "latency": latency,
+        "profile": profile,
+        "generation": generation,
+        "concurrency": concurrency,
+        "targets": {
+            "retrieval_p50_le_60ms_p95_le_150ms": latency["met"],
+            "concurrency_every_answer": None if concurrency is None else concurrency["met"],
+        },
+    }
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(report, indent=2) + "\n")
+    table_print(report)
+    print(f"\nwritten to {out} ({report['seconds']:.0f} s in all)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

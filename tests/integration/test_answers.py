@@ -1,0 +1,244 @@
+"""Answering against the real Neo4j, FAISS indexes, models and Redis: stages, access, API, faults."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import threading
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.test import Client
+from neo4j import Driver, GraphDatabase
+from pytest_django.fixtures import Settings
+
+from apps.answers.generation import answer_claim, answer_generate
+from apps.answers.models import Answer
+from apps.answers.pipeline import RetrievalTools, retrieve
+from apps.answers.services import GRAPH_DOWN, answer_ask
+from apps.answers.tools import default_tools, retrieval_params
+from apps.answers.types import STAGES, AnswerError
+from apps.ingest.services import default_extractor, upload_ingest
+from apps.models.registry import generator
+from apps.observability.tracing import finished_spans, tracing_reset
+from tests.support import free_port, manage
+
+pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
+
+JOURNAL = "The Journal of Moss Studies is published by the Bryological Society of Wales."
+SOCIETY = "The Bryological Society of Wales was founded in 1912. Its first president was Gwendolyn Pryce."
+DISTRACTORS = {
+    "tea.txt": "Green tea is grown on the slopes of Darjeeling and picked in spring.",
+    "bridge.txt": "The Severn Bridge carries the motorway across the estuary near Bristol.",
+    "comet.txt": "Halley's Comet returns to the inner Solar System every seventy-six years.",
+}
+QUESTION = "Who was the first president of the society that publishes the Journal of Moss Studies?"
+
+
+@pytest.fixture(autouse=True)
+def vectors_dir(tmp_path: Path, settings: Settings) -> Path:
+    settings.VECTORS_DIR = tmp_path / "vectors"
+    return Path(settings.VECTORS_DIR)
+
+
+def ingest(driver: Driver, files: dict[str, str], collection: str) -> dict[str, str]:
+    ids = {}
+    for name, text in files.items():
+        [outcome] = upload_ingest(
+            driver=driver, name=name, data=text.encode(), collection=collection, extractor=default_extractor()
+        )
+        ids[name] = str(outcome.document_id)
+    return ids
+
+
+@pytest.fixture
+def corpus(empty_graph: Driver) -> dict[str, str]:
+    return ingest(empty_graph, {"journal.txt": JOURNAL, "society.txt": SOCIETY, **DISTRACTORS}, "moss")
+
+
+@pytest.fixture
+def tools() -> RetrievalTools:
+    return default_tools()
+
+
+def one_seed(settings: Settings) -> None:
+    settings.ANSWER_K_CHUNKS = 1
+
+
+def test_graph_expansion_reaches_the_second_hop_that_dense_retrieval_misses(
+    corpus: dict[str, str], tools: RetrievalTools, settings: Settings
+) -> None:
+    one_seed(settings)
+    dense = retrieve(question=QUESTION, collections=["moss"], tools=tools, params=retrieval_params(mode="dense"))
+    assert [c.document for c in dense.candidates] == ["journal.txt"]
+
+    graph = retrieve(question=QUESTION, collections=["moss"], tools=tools, params=retrieval_params(mode="graph"))
+    by_document = {c.document: c for c in graph.candidates}
+    assert {"journal.txt", "society.txt"} <= set(by_document)
+    society = by_document["society.txt"]
+    best = society.paths[0]
+    assert best.nodes[0] == by_document["journal.txt"].node_id and best.nodes[-1] == society.node_id
+    assert best.relationships == ("MENTIONS", "MENTIONS")
+    assert graph.stats["rows"] > 0 and graph.stats["cypher_ms"] > 0
+    assert set(graph.timings_ms) == set(STAGES) - {"generation"}
+    cited = [source.document for source in graph.sources]
+    assert "society.txt" in cited and "Gwendolyn Pryce" in graph.prompt.user
+
+
+def test_expansion_never_leaves_the_allowed_collections(
+    empty_graph: Driver, tools: RetrievalTools, settings: Settings
+) -> None:
+    ingest(empty_graph, {"journal.txt": JOURNAL, **DISTRACTORS}, "public")
+    ingest(empty_graph, {"society.txt": SOCIETY}, "private")
+    one_seed(settings)
+    graph = retrieve(question=QUESTION, collections=["public"], tools=tools, params=retrieval_params())
+    assert {c.collection for c in graph.candidates} == {"public"}
+    assert all("Gwendolyn" not in c.text for c in graph.candidates)
+    both = retrieve(question=QUESTION, collections=["public", "private"], tools=tools, params=retrieval_params())
+    assert "society.txt" in {c.document for c in both.candidates}
+
+
+def test_every_stage_is_traced_under_the_request_span(corpus: dict[str, str], tools: RetrievalTools) -> None:
+    tracing_reset()
+    answer_ask(
+        question=QUESTION,
+        collections=["moss"],
+        generate=False,
+        mode="graph",
+        user=None,
+        tools=tools,
+        params=retrieval_params(),
+    )
+    spans = {span.name: span for span in finished_spans()}
+    ask = spans["ask"]
+    for stage in ("analysis", "embed", "vector_search", "graph_expansion", "rerank", "selection", "assembly"):
+        span = spans[f"ragkg.{stage}"]
+        assert span.parent is not None and span.parent.span_id == ask.context.span_id
+    expansion = dict(spans["ragkg.graph_expansion"].attributes or {})
+    assert expansion["ragkg.hops"] == 3
+    assert float(str(expansion["ragkg.nodes_touched"])) > 0 and float(str(expansion["ragkg.cypher_ms"])) > 0
+
+
+def post(client: Client, body: Any, content_type: str = "application/json") -> Any:
+    return client.post(
+        "/api/ask", data=json.dumps(body) if content_type == "application/json" else body, content_type=content_type
+    )
+
+
+def test_api_returns_the_ranked_evidence_without_generation(corpus: dict[str, str]) -> None:
+    response = post(Client(), {"question": QUESTION, "collections": ["moss"], "generate": False})
+    assert response.status_code == 200
+    result = response.json()
+    assert result["answer"] == "" and result["state"] == "done"
+    assert set(result["timings_ms"]) == set(STAGES)
+    first = result["sources"][0]
+    assert {"id", "kind", "document", "text", "score", "paths"} <= set(first)
+    assert first["kind"] == "chunk" and all(isinstance(path, list) for path in first["paths"])
+    assert [s["score"] for s in result["sources"]] == sorted((s["score"] for s in result["sources"]), reverse=True)
+    stored = Answer.objects.get(id=result["answer_id"])
+    assert stored.sources == result["sources"] and not stored.generate
+
+
+def test_api_rejects_bad_requests_with_a_clear_message() -> None:
+    client = Client()
+    assert "JSON" in post(client, "question=hi", content_type="application/x-www-form-urlencoded").json()["error"]
+    assert post(client, {"q": "hi"}).json()["error"].startswith('the body must be a JSON object with a "question"')
+    empty = post(client, {"question": "   ", "generate": False})
+    assert empty.status_code == 400 and empty.json()["error"] == "Please type a question."
+    assert post(client, {"question": "x", "mode": "sideways"}).status_code == 400
+    assert client.get("/api/ask").status_code == 405
+
+
+def test_neo4j_down_gives_a_clear_message(corpus: dict[str, str], tools: RetrievalTools) -> None:
+    dead = GraphDatabase.driver(f"bolt://127.0.0.1:{free_port()}", auth=("neo4j", "x"), connection_timeout=1)
+    try:
+        with pytest.raises(AnswerError) as raised:
+            answer_ask(
+                question=QUESTION,
+                collections=["moss"],
+                generate=True,
+                mode="graph",
+                user=None,
+                tools=dataclasses.replace(tools, driver=dead),
+                params=retrieval_params(),
+            )
+    finally:
+        dead.close()
+    assert raised.value.message == GRAPH_DOWN and raised.value.stage == "graph_expansion"
+
+
+def test_no_generation_worker_returns_the_evidence_and_says_why(
+    corpus: dict[str, str], tools: RetrievalTools, settings: Settings
+) -> None:
+    settings.ANSWER_GENERATION_QUEUE = "gpu-nobody-consumes"
+    settings.ANSWER_QUEUE_TIMEOUT = 1.0
+    started = time.monotonic()
+    result = answer_ask(
+        question=QUESTION,
+        collections=["moss"],
+        generate=True,
+        mode="graph",
+        user=None,
+        tools=tools,
+        params=retrieval_params(),
+    )
+    assert time.monotonic() - started < 15
+    assert result["state"] == "failed" and result["answer"] == ""
+    assert "No generation worker picked up the question within 1 s" in result["error"]
+    assert result["sources"], "the evidence is still returned"
+    assert Answer.objects.get(id=result["answer_id"]).state == Answer.FAILED
+
+
+def serve_generation(stop: threading.Event) -> None:
+    """A stand-in gpu worker in this process (the test database is not the real worker's)."""
+    while not stop.is_set():
+        for answer in Answer.objects.filter(state=Answer.RETRIEVED):
+            if answer_claim(str(answer.id)):
+                answer_generate(answer_id=str(answer.id), load_generator=generator)
+        time.sleep(0.05)
+
+
+def test_api_streams_tokens_then_the_whole_answer(corpus: dict[str, str], settings: Settings) -> None:
+    settings.ANSWER_GENERATION_QUEUE = "gpu-in-this-test"
+    stop = threading.Event()
+    worker = threading.Thread(target=serve_generation, args=(stop,), daemon=True)
+    worker.start()
+    try:
+        response = post(Client(), {"question": QUESTION, "collections": ["moss"], "stream": True})
+        assert response["Content-Type"] == "application/x-ndjson"
+        events = [json.loads(line) for line in b"".join(response.streaming_content).splitlines()]
+    finally:
+        stop.set()
+        worker.join(timeout=60)
+    kinds = [event["event"] for event in events]
+    assert kinds[0] == "retrieval" and kinds[-1] == "done" and "token" in kinds
+    assert events[0]["sources"] and events[0]["answer"] == ""
+    done = events[-1]
+    assert done["state"] == "done" and done["answer"]
+    assert "".join(e["text"] for e in events if e["event"] == "token").strip() == done["answer"]
+    assert done["generation"]["tokens"] > 0 and done["timings_ms"]["generation"] > 0
+
+
+def test_ask_json_answers_through_the_gpu_worker(live_services: None, tmp_path: Path) -> None:
+    """End to end: ingestion and generation by the real Celery worker, the question from the command line."""
+    collection = f"ask-{uuid.uuid4().hex[:10]}"
+    for name, text in {"journal.txt": JOURNAL, "society.txt": SOCIETY, **DISTRACTORS}.items():
+        (tmp_path / name).write_text(text)
+    ingested = manage("ingest", str(tmp_path), "--collection", collection, "--wait", "--json")
+    assert ingested.returncode == 0, ingested.stderr
+    run = manage("ask", QUESTION, "--collection", collection, "--json")
+    assert run.returncode == 0, run.stdout + run.stderr
+    result = json.loads(run.stdout)
+    assert result["state"] == "done" and result["answer"].strip()
+    assert {source["document"] for source in result["sources"]} >= {f"{tmp_path.name}/society.txt"}
+    assert all(source["paths"] for source in result["sources"])
+    assert result["timings_ms"]["generation"] > 0 and result["generation"]["tokens"] > 0
+    assert set(STAGES) <= set(result["timings_ms"])
+
+    retrieval_only = json.loads(manage("ask", QUESTION, "--collection", collection, "--no-generate", "--json").stdout)
+    assert retrieval_only["answer"] == "" and retrieval_only["sources"] == result["sources"]
+    empty = manage("ask", "   ", "--json")
+    assert empty.returncode == 1 and json.loads(empty.stdout)["error"] == "Please type a question."

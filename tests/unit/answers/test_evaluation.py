@@ -1,0 +1,34 @@
+"""Evaluation metrics and the datasets' supporting passages (../shared/data/multihop)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+
+from apps.answers.evaluation import eval_corpus, eval_questions, exact_match, f1_score, recall_at
+
+
+def test_recall_counts_distinct_documents_in_the_first_k() -> None:
+    ranked = ["a", "a", "b", "c", "d"]
+    assert recall_at(ranked, frozenset({"a", "c"}), 2) == 0.5
+    assert recall_at(ranked, frozenset({"a", "c"}), 3) == 1.0
+    assert recall_at([], frozenset({"a"}), 5) == 0.0
+
+
+def test_exact_match_and_f1_normalise_like_squad() -> None:
+    assert exact_match("The Eiffel Tower.", ["eiffel tower"]) == 1.0
+    assert exact_match("Paris, France", ["Paris"]) == 0.0
+    assert f1_score("Paris, France", ["Paris"]) == pytest.approx(2 / 3)
+    assert f1_score("London", ["Paris", "london"]) == 1.0
+
+
+@pytest.mark.parametrize("dataset", ["hotpotqa", "musique"])
+def test_every_question_has_supporting_passages_in_the_corpus(dataset: str) -> None:
+    data_dir = Path(settings.DEMO_DATA_DIR)
+    questions = eval_questions(dataset, data_dir)
+    names = {name for name, _ in eval_corpus(dataset, data_dir)}
+    assert len(questions) >= 95
+    assert all(q.supporting <= names for q in questions)
+    assert sum(len(q.supporting) for q in questions) / len(questions) >= 2.0

@@ -1,0 +1,219 @@
+"""The answering stages that need no services: analysis, path scoring, PageRank, rerank, selection, prompt."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+import pytest
+
+from apps.answers.analysis import detect_language, shannon_entropy
+from apps.answers.expansion import ExpansionParams, expand_rows, question_entity_ids, specificity
+from apps.answers.ppr import personalized_pagerank
+from apps.answers.prompt import prompt_assemble
+from apps.answers.rerank import rerank_apply, rerank_scores
+from apps.answers.seeds import SeedLimits, seeds_search
+from apps.answers.selection import SelectionParams, dynamic_k, sources_select
+from apps.answers.types import Candidate, Seed
+from apps.ingest.extraction import entity_key
+from apps.ingest.graph_build import entity_id
+from apps.vectors.types import VectorMatch
+
+
+def words(text: str) -> list[str]:
+    return text.split()
+
+
+def unit(vector: list[float]) -> np.ndarray:
+    v = np.asarray(vector, dtype=np.float32)
+    return v / np.linalg.norm(v)
+
+
+# --- analysis ------------------------------------------------------------------------------
+
+
+def test_entropy_of_distinct_tokens_is_log2_of_their_number() -> None:
+    assert shannon_entropy(["a", "b", "c", "d"]) == pytest.approx(2.0)
+    assert shannon_entropy(["a", "a", "a"]) == 0.0
+    assert shannon_entropy([]) == 0.0
+    assert shannon_entropy(["a", "a", "b", "b"]) == pytest.approx(1.0)
+    assert shannon_entropy(["a", "a", "a", "b"]) == pytest.approx(-(0.75 * math.log2(0.75) + 0.25 * math.log2(0.25)))
+
+
+def test_language_of_english_chinese_and_arabic_questions() -> None:
+    assert detect_language("Who was the first president of the association?") == "en"
+    assert detect_language("谁是该协会的第一任主席？") == "zh"  # noqa: RUF001
+    assert detect_language("من كان أول رئيس للجمعية؟") == "ar"
+    assert detect_language("12345 ?") == "und"
+
+
+# --- seeds -------------------------------------------------------------------------------------
+
+
+def test_seeds_keep_a_quota_per_label_and_the_best_score_per_unit() -> None:
+    text_hits = [VectorMatch(f"c{i}", "Chunk", "x", 0.9 - i / 100) for i in range(6)]
+    text_hits.insert(3, VectorMatch("r1", "Row", "x", 0.85))
+    calls = []
+
+    def search(*, space: str, queries: np.ndarray, k: int, collections: set[str] | None) -> list[list[VectorMatch]]:
+        calls.append((space, k, collections))
+        if space == "clip":
+            return [[VectorMatch("i1", "Image", "x", 0.3), VectorMatch("c0", "Chunk", "x", 0.95)]]
+        return [text_hits]
+
+    vectors = {"text": unit([1, 0]), "clip": unit([0, 1])}
+    seeds = seeds_search(vectors=vectors, limits=SeedLimits(2, 1, 1), collections={"x"}, search=search)
+    assert [s.node_id for s in seeds] == ["c0", "c1", "r1", "i1"]
+    assert seeds[0].score == pytest.approx(0.95) and seeds[0].space == "clip"
+    assert calls == [("text", 16, {"x"}), ("clip", 1, {"x"})]
+
+
+# --- graph expansion scoring ---------------------------------------------------------------
+
+
+def row(start: str | None, entity: str | None, unit_id: str, **extra: object) -> dict[str, object]:
+    base = {
+        "start": start,
+        "start_score": 0.8,
+        "entity": entity,
+        "degree": 1,
+        "related": None,
+        "predicate": None,
+        "weight": 0,
+        "via_degree": 0,
+        "unit": unit_id,
+        "label": "Chunk",
+    }
+    return base | extra
+
+
+def test_paths_score_by_specificity_and_decay_per_hop() -> None:
+    seeds = [Seed("s", "Chunk", 0.8, "text")]
+    rows = [
+        row("s", "e1", "a"),  # s -MENTIONS-> e1 <-MENTIONS- a : 2 hops
+        row("s", "e1", "b", related="e2", weight=3, via_degree=3),  # 3 hops through RELATED
+        row(None, "e3", "c", degree=7),  # a question entity: 1 hop
+        row("s", None, "n"),  # NEXT
+    ]
+    found = expand_rows(rows, seeds, ExpansionParams(decay=0.5))
+    assert found["s"].graph_score == pytest.approx(0.8) and found["s"].paths[0].hops == 0
+    assert found["a"].paths[0].nodes == ("s", "e1", "a")
+    assert found["a"].paths[0].relationships == ("MENTIONS", "MENTIONS")
+    assert found["a"].graph_score == pytest.approx(0.8 * 1.0 * 0.25)
+    b = found["b"].paths[0]
+    assert b.nodes == ("s", "e1", "e2", "b") and b.relationships == ("MENTIONS", "RELATED", "MENTIONS")
+    assert b.score == pytest.approx(0.8 * specificity(1) * specificity(3) * 0.75 * 0.125)
+    assert found["c"].paths[0].nodes == ("e3", "c") and found["c"].graph_score == pytest.approx(0.8 * (1 / 3) * 0.5)
+    assert found["n"].paths[0].relationships == ("NEXT",) and found["n"].graph_score == pytest.approx(0.4)
+
+
+def test_several_paths_add_up_as_a_noisy_or_and_long_paths_are_cut() -> None:
+    seeds = [Seed("s", "Chunk", 1.0, "text"), Seed("t", "Chunk", 1.0, "text")]
+    rows = [row("s", "e1", "a", start_score=1.0), row("t", "e2", "a", start_score=1.0)]
+    found = expand_rows(rows, seeds, ExpansionParams(decay=0.5))
+    assert found["a"].graph_score == pytest.approx(1 - 0.75 * 0.75)
+    assert len(found["a"].paths) == 2
+    capped = expand_rows([row("s", "e1", "b", related="e2", weight=1, via_degree=1)], seeds, ExpansionParams(hops=2))
+    assert "b" not in capped
+
+
+def test_a_unit_that_names_the_entity_late_is_less_about_it() -> None:
+    seeds = [Seed("s", "Chunk", 1.0, "text")]
+    rows = [row("s", "e1", "about", start_score=1.0, sentence=0), row("s", "e1", "aside", start_score=1.0, sentence=4)]
+    found = expand_rows(rows, seeds, ExpansionParams(decay=0.5, body_weight=0.3))
+    assert found["about"].graph_score == pytest.approx(0.25)
+    assert found["aside"].graph_score == pytest.approx(0.25 * 0.3)
+    assert found["s"].support_score == 0.0 and found["about"].support_score == pytest.approx(0.25)
+
+
+def test_question_entity_ids_cover_every_name_group() -> None:
+    ids = question_entity_ids(["Paris"])
+    assert entity_id(entity_key("Paris", "GPE")) in ids and entity_id(entity_key("Paris", "PERSON")) in ids
+    assert len(ids) == len(set(ids))
+
+
+def test_personalized_pagerank_prefers_nodes_near_the_restart() -> None:
+    edges = [("s", "e"), ("e", "a"), ("a", "f"), ("f", "far"), ("x", "y")]
+    ranks = personalized_pagerank(edges, {"s": 1.0}, damping=0.5)
+    assert ranks["s"] > ranks["e"] > ranks["a"] > ranks["f"] > ranks["far"]
+    assert ranks["x"] == pytest.approx(0.0, abs=1e-12)
+    assert sum(ranks.values()) == pytest.approx(1.0)
+
+
+# --- rerank and selection ------------------------------------------------------------------
+
+
+def cand(node_id: str, vector: list[float] | None, *, graph: float = 0.0, text: str = "some text") -> Candidate:
+    c = Candidate(
+        node_id, "Chunk", seed_score=0.1, graph_score=graph, support_score=graph, text=text, document=f"{node_id}.txt"
+    )
+    c.vector = None if vector is None else unit(vector)
+    return c
+
+
+def test_rerank_uses_stored_vectors_and_blends_the_graph_score() -> None:
+    query = unit([1, 0, 0])
+    candidates = [cand("a", [1, 0, 0]), cand("b", [0, 1, 0], graph=1.0), cand("c", None)]
+    scores = rerank_scores(question="q", query_vector=query, candidates=candidates, reranker=None)
+    assert scores == pytest.approx([1.0, 0.0, 0.1])
+    ranked = rerank_apply(candidates, scores, graph_weight=0.5)
+    assert [c.node_id for c in ranked] == ["a", "b", "c"]
+    assert ranked[1].score == pytest.approx(0.5)
+
+
+class FixedReranker:
+    name = "fixed"
+
+    def rerank(self, query: str, passages: Sequence[str]) -> list[float]:
+        return [float(len(p)) for p in passages]
+
+
+def test_a_reranker_scores_the_texts() -> None:
+    candidates = [cand("a", [1, 0], text="xx"), cand("b", [1, 0], text="xxxx")]
+    assert rerank_scores(question="q", query_vector=unit([1, 0]), candidates=candidates, reranker=FixedReranker()) == [
+        2.0,
+        4.0,
+    ]
+
+
+def test_dynamic_k_grows_with_entropy_within_bounds() -> None:
+    params = SelectionParams(k_min=3, k_max=8, k_per_bit=1.0)
+    assert dynamic_k(0.0, params) == 3
+    assert dynamic_k(3.2, params) == 6
+    assert dynamic_k(20.0, params) == 8
+
+
+def test_selection_drops_near_duplicates_and_never_cuts_a_source() -> None:
+    params = SelectionParams(k_min=10, k_max=10, duplicate_cosine=0.95, context_tokens=10)
+    candidates = [
+        cand("a", [1, 0, 0], text="one two three four"),
+        cand("dup", [1, 0.01, 0], text="one two three four again"),
+        cand("long", [0, 1, 0], text=" ".join(["w"] * 8)),
+        cand("b", [0, 0, 1], text="five six"),
+        cand("empty", [1, 1, 1], text="  "),
+    ]
+    sources, dropped = sources_select(
+        candidates=candidates, entropy=0.0, params=params, count_tokens=lambda t: len(words(t))
+    )
+    assert [s.node_id for s in sources] == ["a", "b"]
+    assert [s.number for s in sources] == [1, 2]
+    assert sum(s.tokens for s in sources) <= 10
+    assert dropped == {"k": 10, "duplicates": 1, "too_long": 1, "empty": 1}
+
+
+def test_prompt_numbers_every_source_in_full() -> None:
+    candidates = [
+        cand("a", [1, 0], text="Ada Lovelace wrote the first program."),
+        cand("b", [0, 1], text="It ran on the Analytical Engine."),
+    ]
+    sources, _ = sources_select(
+        candidates=candidates, entropy=1.0, params=SelectionParams(), count_tokens=lambda t: len(words(t))
+    )
+    prompt = prompt_assemble(
+        question="Who wrote the first program?", sources=sources, count_tokens=lambda t: len(words(t))
+    )
+    assert "[1] (passage from a.txt)\nAda Lovelace wrote the first program." in prompt.user
+    assert "[2] (passage from b.txt)\nIt ran on the Analytical Engine." in prompt.user
+    assert prompt.user.rstrip().endswith("Question: Who wrote the first program?\nAnswer:")
+    assert prompt.tokens == len(words(prompt.system)) + len(words(prompt.user))
