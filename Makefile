@@ -13,14 +13,14 @@ WITH_ENV := bash scripts/with-env.sh
 # and state under var/test, so it never touches a running development stack.
 LINT_ENV := DJANGO_DEBUG=1 DJANGO_SECRET_KEY=lint
 
-.PHONY: help setup run up down status doctor migrate graph-schema test test-unit lint format bench-ingest bench-vectors bench-answers bench-quality
+.PHONY: help setup run up down status doctor migrate graph-schema test test-unit lint format bench-ingest bench-vectors bench-answers bench-multihop bench-quality
 
 help:
 	@echo "make run      set up this machine, start everything, serve http://127.0.0.1:8000"
 	@echo "make test     run the whole test suite (lint, unit and integration, real services)"
 	@echo "make up       start Neo4j, Redis, the Celery worker and the web server in the background"
 	@echo "make down     stop exactly what 'make up' started"
-	@echo "make status | doctor | migrate | graph-schema | lint | format | bench-ingest | bench-vectors | bench-answers | bench-quality"
+	@echo "make status | doctor | migrate | graph-schema | lint | format | bench-ingest | bench-vectors | bench-answers | bench-multihop | bench-quality"
 
 setup:
 	@RAGKG_VENV="$(VENV)" bash scripts/bootstrap.sh
@@ -84,6 +84,19 @@ bench-answers: setup
 		&& env $(BENCH_ANSWERS_ENV) $(PY) manage.py migrate -v 0 \
 		&& env $(BENCH_ANSWERS_ENV) $(PY) benchmarks/answer_latency.py $(BENCH_ARGS); rc=$$?; \
 		env $(BENCH_ANSWERS_ENV) $(SERVICES) down; exit $$rc
+
+# Multi-hop passage recall, dense against graph retrieval, on HotpotQA and MuSiQue: a private Neo4j
+# (state under var/bench-multihop, port 57687, kept between runs so the corpora are ingested once).
+BENCH_MULTIHOP_ENV := RAGKG_STATE_DIR=var/bench-multihop DJANGO_DEBUG=1 DATABASE_URL= \
+	NEO4J_URI=bolt://127.0.0.1:57687 NEO4J_PASSWORD=ragkg-bench-password REDIS_URL=redis://127.0.0.1:56379/0 \
+	WEB_PORT=58000 RAGKG_MANAGED_SERVICES=neo4j
+
+bench-multihop: setup
+	mkdir -p var/bench-multihop
+	env $(BENCH_MULTIHOP_ENV) $(SERVICES) up neo4j
+	env $(BENCH_MULTIHOP_ENV) $(PY) manage.py migrate -v 0
+	env $(BENCH_MULTIHOP_ENV) $(PY) benchmarks/multihop_recall.py $(BENCH_ARGS); rc=$$?; \
+		env $(BENCH_MULTIHOP_ENV) $(SERVICES) down; exit $$rc
 
 # Retrieval quality of the offline models (cross-language XQuAD, text-to-image); no services needed.
 bench-quality: setup

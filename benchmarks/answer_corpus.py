@@ -80,7 +80,7 @@ class BaseChunk:
 @dataclass
 class FillerPlan:
     documents: list[Row] = field(default_factory=list)
-    chunks: list[Row] = field(default_factory=list)  # id, document_id, source, ord
+    chunks: list[Row] = field(default_factory=list)  # id, document_id, collection, source, ord
     next_links: list[Row] = field(default_factory=list)
     mentions: list[Row] = field(default_factory=list)
     entity_documents: dict[str, dict[str, None]] = field(default_factory=lambda: defaultdict(dict))
@@ -249,7 +249,13 @@ def filler_plan(
         )
         chunk_ids = [content_id("bench-filler-chunk", document_id, str(ord_)) for ord_ in range(size)]
         for ord_, (chunk_id, source) in enumerate(zip(chunk_ids, sources, strict=True)):
-            chunk = {"id": chunk_id, "document_id": document_id, "source": source.id, "ord": ord_}
+            chunk = {
+                "id": chunk_id,
+                "document_id": document_id,
+                "collection": params.collection,
+                "source": source.id,
+                "ord": ord_,
+            }
             plan.chunks.append(chunk)
             _add_chunk(plan, chunk=chunk, source=source, evidence=evidence, skew=skew, params=params, rng=rng)
         plan.next_links += [{"source": a, "target": b} for a, b in itertools.pairwise(chunk_ids)]

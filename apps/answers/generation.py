@@ -95,7 +95,9 @@ def answer_generate(*, answer_id: str, load_generator: Callable[[], Generator]) 
     except Exception as exc:
         logger.exception("generation of answer %s failed", answer_id)
         message = f"The answer could not be generated ({type(exc).__name__})."
-        Answer.objects.filter(id=answer_id).update(state=Answer.FAILED, error=message, finished_at=timezone.now())
+        Answer.objects.filter(id=answer_id, state=Answer.GENERATING).update(
+            state=Answer.FAILED, error=message, finished_at=timezone.now()
+        )
         streams.event_publish(answer_id, streams.ERROR, message=message)
         return
     note = (
@@ -104,7 +106,7 @@ def answer_generate(*, answer_id: str, load_generator: Callable[[], Generator]) 
         else ""
     )
     timings = {**answer.timings_ms, "queue": queue_ms, "generation": round(result.seconds * 1000, 3)}
-    Answer.objects.filter(id=answer_id).update(
+    Answer.objects.filter(id=answer_id, state=Answer.GENERATING).update(
         state=Answer.DONE,
         answer=result.text,
         error=note,

@@ -145,7 +145,7 @@ def retrieve(
     seeds = Seeds(text_vector=vectors["text"], hits=tuple(hits))
     shortlisted, stats = _expand(clock, tools, params, seeds, analysis.entities, collections)
     with clock.stage("rerank", k=len(shortlisted)):
-        attach_vectors(shortlisted, tools.stored_vectors)
+        attach_vectors(shortlisted, tools.stored_vectors, tools.text.embed_documents)
         scores = rerank_scores(
             question=question, query_vector=vectors["text"], candidates=shortlisted, reranker=tools.reranker
         )

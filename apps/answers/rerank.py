@@ -22,11 +22,16 @@ from apps.answers.types import Candidate
 from apps.models.interfaces import Reranker
 
 StoredVectors = Callable[[Sequence[str]], dict[str, npt.NDArray[np.float32]]]
+Embed = Callable[[Sequence[str]], npt.NDArray[np.float32]]
 
 
-def attach_vectors(candidates: Sequence[Candidate], stored: StoredVectors) -> None:
-    """Give each candidate its text-space vector when the index has one."""
+def attach_vectors(candidates: Sequence[Candidate], stored: StoredVectors, embed: Embed) -> None:
+    """Give each candidate its text-space vector: the stored one, else (an index that cannot
+    return its vectors, a unit added since) its text embedded now."""
     found = stored([candidate.node_id for candidate in candidates])
+    missing = [c for c in candidates if c.node_id not in found and c.text.strip()]
+    if missing:
+        found.update(zip((c.node_id for c in missing), embed([c.text for c in missing]), strict=True))
     for candidate in candidates:
         candidate.vector = found.get(candidate.node_id)
 

@@ -38,11 +38,11 @@ def event_publish(answer_id: str, event: str, **data: Any) -> None:
 
 def events_read(answer_id: str, *, first_timeout: float, timeout: float) -> Iterator[tuple[str, dict[str, Any]]]:
     """The answer's events in order until a final one. Yields ``("timeout", {"waiting_for": ...})``
-    and stops when no ``started`` came within ``first_timeout`` seconds, or the whole stream
-    took longer than ``timeout``."""
+    and stops when no ``started`` came within ``first_timeout`` seconds, or the generation ran
+    longer than ``timeout`` seconds after it started."""
     client = _client(settings.REDIS_URL)
     key, last, started = stream_key(answer_id), "0-0", False
-    begun = time.monotonic()
+    begun = time.monotonic()  # reset when the worker starts: queueing is not generation time
     while True:
         limit = (timeout if started else first_timeout) - (time.monotonic() - begun)
         if limit <= 0:
@@ -53,7 +53,8 @@ def events_read(answer_id: str, *, first_timeout: float, timeout: float) -> Iter
             for entry_id, fields in entries:
                 last = entry_id.decode() if isinstance(entry_id, bytes) else entry_id
                 event = fields[b"event"].decode()
-                started = started or event != ERROR
+                if not started and event != ERROR:
+                    started, begun = True, time.monotonic()
                 yield event, json.loads(fields[b"data"])
                 if event in FINAL:
                     return

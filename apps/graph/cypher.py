@@ -37,6 +37,23 @@ SCHEMA_INDEXES: tuple[tuple[str, str], ...] = (
     ),
 )
 
+# Chunks, images and rows carry their document's collection (a document's collection is part of
+# its identity, so it never changes); graphs written before they did are filled in on schema apply.
+UNIT_COLLECTIONS_BACKFILL = (
+    """
+MATCH (d:Document)-[:HAS_CHUNK|HAS_IMAGE]->(u)
+WHERE u.collection IS NULL
+SET u.collection = d.collection
+RETURN count(u) AS filled
+""",
+    """
+MATCH (d:Document)-[:HAS_TABLE]->(:Table)-[:HAS_ROW]->(u:Row)
+WHERE u.collection IS NULL
+SET u.collection = d.collection
+RETURN count(u) AS filled
+""",
+)
+
 # --- ingestion: the subgraphs of a batch of documents, written in one transaction -------
 # Every statement takes a batch ($rows, each row naming its document), so a batch of documents
 # costs a fixed number of round trips.
@@ -56,7 +73,7 @@ MATCH (d:Document {id: row.document_id})
 CREATE (d)-[:HAS_CHUNK]->(c:Chunk {id: row.id})
 SET c.text = row.text, c.ord = row.ord, c.sha256 = row.sha256, c.start = row.start, c.end = row.end,
     c.page = row.page, c.sentence_starts = row.sentence_starts, c.sentence_ends = row.sentence_ends,
-    c.document_id = row.document_id
+    c.document_id = row.document_id, c.collection = row.collection
 """
 
 CHUNKS_LINK_NEXT = """
@@ -72,7 +89,7 @@ CREATE (d)-[:HAS_IMAGE]->(i:Image {id: row.id})
 SET i.path = row.path, i.thumbnail = row.thumbnail, i.sha256 = row.sha256, i.width = row.width,
     i.height = row.height, i.format = row.format, i.page = row.page, i.name = row.name,
     i.text = row.text, i.labels = row.labels, i.label_scores = row.label_scores, i.ocr_text = row.ocr_text,
-    i.document_id = row.document_id
+    i.document_id = row.document_id, i.collection = row.collection
 """
 
 TABLES_CREATE = """
@@ -86,7 +103,8 @@ ROWS_CREATE = """
 UNWIND $rows AS row
 MATCH (t:Table {id: row.table_id})
 CREATE (t)-[:HAS_ROW]->(r:Row {id: row.id})
-SET r.idx = row.idx, r.cells = row.cells, r.text = row.text, r.document_id = row.document_id
+SET r.idx = row.idx, r.cells = row.cells, r.text = row.text, r.document_id = row.document_id,
+    r.collection = row.collection
 """
 
 ENTITIES_MERGE = """
@@ -294,15 +312,15 @@ CALL (e) {
   MATCH (e)-[r:RELATED]-(other:Entity)
   WHERE other <> e AND NOT other.type IN $skip_types
   WITH other, max(r.weight) AS weight, collect(r.predicate)[0] AS predicate
+  ORDER BY weight DESC, other.id LIMIT $related_fanout * 4
   WITH other, weight, predicate, COUNT { (other)<-[:MENTIONS]-() } AS via_degree
   WHERE via_degree <= $max_degree
   RETURN other AS via, predicate, weight, via_degree ORDER BY weight DESC, via_degree, other.id LIMIT $related_fanout
 }
 CALL (via) {
   MATCH (via)<-[m:MENTIONS]-(t)
+  WHERE $collections IS NULL OR t.collection IN $collections
   WITH t, min(m.sentence) AS sentence
-  MATCH (d:Document {id: t.document_id})
-  WHERE $collections IS NULL OR d.collection IN $collections
   RETURN t, sentence ORDER BY sentence, t.id LIMIT $fanout
 }
 RETURN best.start AS start, best.score AS start_score, e.id AS entity, degree,
@@ -371,7 +389,7 @@ MATCH (src:Chunk {id: row.source})
 CREATE (d)-[:HAS_CHUNK]->(c:Chunk {id: row.id})
 SET c.text = src.text, c.ord = row.ord, c.sha256 = src.sha256, c.start = src.start, c.end = src.end,
     c.page = src.page, c.sentence_starts = src.sentence_starts, c.sentence_ends = src.sentence_ends,
-    c.document_id = row.document_id
+    c.document_id = row.document_id, c.collection = row.collection
 """
 
 ANSWER_BENCH_ENTITY_DOCUMENTS_ADD = """

@@ -28,7 +28,8 @@ def _schema_names(*, driver: Driver, database: str) -> set[str]:
 
 
 def graph_schema_apply(*, driver: Driver, database: str | None = None) -> SchemaReport:
-    """Create every constraint and index that is missing; report what changed."""
+    """Create every constraint and index that is missing, and fill in properties that older
+    graphs lack (each unit's collection); report what changed."""
     db = database or settings.NEO4J_DATABASE
     before = _schema_names(driver=driver, database=db)
     wanted = cypher.SCHEMA_CONSTRAINTS + cypher.SCHEMA_INDEXES
@@ -36,6 +37,10 @@ def graph_schema_apply(*, driver: Driver, database: str | None = None) -> Schema
         if name not in before:
             driver.execute_query(statement, database_=db)
             logger.info("graph schema: created %s", name)
+    for statement in cypher.UNIT_COLLECTIONS_BACKFILL:
+        records, _, _ = driver.execute_query(statement, database_=db)
+        if records and records[0]["filled"]:
+            logger.info("graph schema: set the collection of %d units", records[0]["filled"])
     created = tuple(name for name, _ in wanted if name not in before)
     existing = tuple(name for name, _ in wanted if name in before)
     return SchemaReport(created=created, existing=existing)

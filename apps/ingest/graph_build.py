@@ -106,6 +106,7 @@ def build_structure(
                 "sentence_starts": [start for start, _ in chunk.sentences],
                 "sentence_ends": [end for _, end in chunk.sentences],
                 "document_id": doc_id,
+                "collection": collection,
             }
         )
         units.append(Unit("Chunk", chunk_id, chunk.text))
@@ -134,11 +135,12 @@ def build_structure(
                     "cells": list(values),
                     "text": text,
                     "document_id": doc_id,
+                    "collection": collection,
                 }
             )
             units.append(Unit("Row", row_id, text))
     for image in images:
-        graph.images.append({**image, "document_id": doc_id})
+        graph.images.append({**image, "document_id": doc_id, "collection": collection})
         if image["text"]:
             units.append(Unit("Image", image["id"], image["text"]))
     return graph, units

@@ -160,7 +160,11 @@ class VectorIndex:
             live = ids[self._sidecar.contains(ids)]
             if not live.size:
                 return live, np.zeros((0, self.dim), np.float32)
-            return live, np.asarray(self._index.reconstruct_batch(live), dtype=np.float32)
+            try:
+                return live, np.asarray(self._index.reconstruct_batch(live), dtype=np.float32)
+            except RuntimeError:  # a trained IVF-PQ keeps no id -> list map unless asked to
+                logger.info("%s: no direct map for reconstruction; vectors are re-embedded instead", self.space)
+                return live[:0], np.zeros((0, self.dim), np.float32)
 
     def size_bytes(self) -> int:
         """The size of the index as saved (a serialised copy is made: not for hot paths)."""
