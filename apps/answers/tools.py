@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import functools
+import gc
+
 from django.conf import settings
 
 from apps.answers.expansion import ExpansionParams
@@ -43,6 +46,15 @@ def retrieval_params(*, mode: str = "graph") -> RetrievalParams:
     )
 
 
+@functools.cache
+def _freeze_heap() -> None:
+    """Move everything loaded so far (models, tokenizers) out of the garbage collector's sight:
+    a full collection then no longer walks millions of long-lived objects in the middle of a
+    question (one such pass took 0.7 s at 100k chunks)."""
+    gc.collect()
+    gc.freeze()
+
+
 def _torch_threads(count: int) -> None:
     import torch
 
@@ -57,7 +69,7 @@ def default_tools() -> RetrievalTools:
     reranker = registry.reranker()
     tokenizer = registry.generator_tokenizer()
     stored_is_cosine = isinstance(reranker, EmbeddingReranker) and reranker.embedder is text
-    return RetrievalTools(
+    tools = RetrievalTools(
         driver=get_driver(),
         text=text,
         clip=registry.clip_embedder(),
@@ -68,3 +80,5 @@ def default_tools() -> RetrievalTools:
         stored_vectors=lambda ids: vectors_get(space="text", node_ids=list(ids)),
         ner_model=DEFAULT_MODEL,
     )
+    _freeze_heap()
+    return tools
