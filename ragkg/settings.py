@@ -279,6 +279,11 @@ ANSWER_PPR_DAMPING = env_float("ANSWER_PPR_DAMPING", 0.5, minimum=0.0)
 # Rerank: the best RERANK_POOL candidates are rescored; score = rerank + GRAPH_WEIGHT * graph support.
 ANSWER_RERANK_POOL = env_int("ANSWER_RERANK_POOL", 40, minimum=1)
 ANSWER_GRAPH_WEIGHT = env_float("ANSWER_GRAPH_WEIGHT", 0.5, minimum=0.0)
+# Bridges: each of the best BRIDGE_STARTS candidates brings the unit it leads to most strongly
+# (rerank + BRIDGE_PATH_WEIGHT * path score) up to just after the first BRIDGE_POSITION (0: off).
+ANSWER_BRIDGE_STARTS = env_int("ANSWER_BRIDGE_STARTS", 2, minimum=0)
+ANSWER_BRIDGE_POSITION = env_int("ANSWER_BRIDGE_POSITION", 2, minimum=0)
+ANSWER_BRIDGE_PATH_WEIGHT = env_float("ANSWER_BRIDGE_PATH_WEIGHT", 2.0, minimum=0.0)
 # Paths ending in a unit that names the entity only after its first sentence count this much.
 ANSWER_BODY_MENTION_WEIGHT = env_float("ANSWER_BODY_MENTION_WEIGHT", 0.3, minimum=0.0)
 # Selection: candidates closer than this cosine to a kept one are duplicates; K from entropy.

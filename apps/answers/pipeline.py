@@ -19,7 +19,14 @@ from neo4j import Driver
 from apps.answers.analysis import Tokenize, query_analyse
 from apps.answers.expansion import ExpansionParams, graph_expand
 from apps.answers.prompt import prompt_assemble
-from apps.answers.rerank import StoredVectors, attach_vectors, rerank_apply, rerank_scores
+from apps.answers.rerank import (
+    BridgeParams,
+    StoredVectors,
+    attach_vectors,
+    bridges_promote,
+    rerank_apply,
+    rerank_scores,
+)
 from apps.answers.seeds import Search, SeedLimits, query_embed, seeds_search
 from apps.answers.selection import SelectionParams, sources_select
 from apps.answers.types import Candidate, Retrieval, Seeds
@@ -35,6 +42,7 @@ class RetrievalParams:
     selection: SelectionParams = field(default_factory=SelectionParams)
     rerank_pool: int = 40
     graph_weight: float = 0.5
+    bridges: BridgeParams = field(default_factory=BridgeParams)
     mode: str = "graph"  # or "dense": the seeds only, no expansion
 
 
@@ -149,7 +157,10 @@ def retrieve(
         scores = rerank_scores(
             question=question, query_vector=vectors["text"], candidates=shortlisted, reranker=tools.reranker
         )
-        ranked = rerank_apply(shortlisted, scores, graph_weight=params.graph_weight if params.mode == "graph" else 0.0)
+        graph = params.mode == "graph"
+        ranked = rerank_apply(shortlisted, scores, graph_weight=params.graph_weight if graph else 0.0)
+        if graph:
+            ranked = bridges_promote(ranked, params.bridges)
     with clock.stage("selection") as span:
         sources, dropped = sources_select(
             candidates=ranked, entropy=analysis.entropy, params=params.selection, count_tokens=tools.count_tokens

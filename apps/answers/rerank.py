@@ -9,11 +9,20 @@ other reranker (the hub profile's cross-encoder) scores the candidates' texts.
 
 where the support score is the noisy-or of the candidate's expansion paths (0 for a seed that
 nothing else leads to): relevance first, raised by the graph's evidence.
+
+Then bridges are brought forward (``bridges_promote``): each of the best few candidates names
+the unit it leads to most strongly (its rerank score plus ``path_weight`` times its best path
+from that candidate), and those units are placed right after the first ``position``. A
+multi-hop question's second passage (the page of the bridge entity: the author of the book,
+the country of the river) shares few words with the question and would otherwise rank below
+first-hop look-alikes; the graph path from the passage that names it is the evidence.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
@@ -59,3 +68,44 @@ def rerank_apply(candidates: list[Candidate], scores: Sequence[float], *, graph_
         candidate.rerank_score = score
         candidate.score = score + graph_weight * candidate.support_score
     return sorted(candidates, key=lambda candidate: (-candidate.score, candidate.node_id))
+
+
+@dataclass(frozen=True)
+class BridgeParams:
+    starts: int = 2  # the best this-many candidates each bring forward the unit they lead to
+    position: int = 2  # placed right after the first this-many candidates
+    path_weight: float = 2.0  # weight of the path from the start in choosing that unit
+
+
+def _bridge_from(start: Candidate, ranked: Sequence[Candidate], path_weight: float) -> Candidate | None:
+    best: Candidate | None = None
+    best_score = -math.inf
+    for candidate in ranked:
+        if candidate is start:
+            continue
+        from_start = [path.score for path in candidate.paths if path.hops and path.nodes[0] == start.node_id]
+        if not from_start:
+            continue
+        score = (candidate.rerank_score or 0.0) + path_weight * max(from_start)
+        if score > best_score:
+            best, best_score = candidate, score
+    return best
+
+
+def bridges_promote(ranked: list[Candidate], params: BridgeParams) -> list[Candidate]:
+    """``ranked`` (best first) with each of the first ``params.starts`` candidates' bridge unit
+    moved up to just after the first ``params.position``; a promoted unit's score is raised to
+    the next one's so the list stays in score order."""
+    if params.starts <= 0 or len(ranked) <= params.position:
+        return ranked
+    head = ranked[: params.position]
+    bridges: list[Candidate] = []
+    for start in ranked[: params.starts]:
+        bridge = _bridge_from(start, ranked, params.path_weight)
+        if bridge is not None and bridge not in head and bridge not in bridges:
+            bridges.append(bridge)
+    rest = [candidate for candidate in ranked[params.position :] if candidate not in bridges]
+    if rest:
+        for bridge in bridges:
+            bridge.score = max(bridge.score, rest[0].score)
+    return head + bridges + rest

@@ -9,6 +9,7 @@ from django.conf import settings
 
 from apps.answers.expansion import ExpansionParams
 from apps.answers.pipeline import RetrievalParams, RetrievalTools
+from apps.answers.rerank import BridgeParams
 from apps.answers.seeds import SeedLimits
 from apps.answers.selection import SelectionParams
 from apps.graph.driver import get_driver
@@ -42,6 +43,11 @@ def retrieval_params(*, mode: str = "graph") -> RetrievalParams:
         ),
         rerank_pool=settings.ANSWER_RERANK_POOL,
         graph_weight=settings.ANSWER_GRAPH_WEIGHT,
+        bridges=BridgeParams(
+            starts=settings.ANSWER_BRIDGE_STARTS,
+            position=settings.ANSWER_BRIDGE_POSITION,
+            path_weight=settings.ANSWER_BRIDGE_PATH_WEIGHT,
+        ),
         mode=mode,
     )
 

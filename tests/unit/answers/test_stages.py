@@ -12,10 +12,10 @@ from apps.answers.analysis import detect_language, shannon_entropy
 from apps.answers.expansion import ExpansionParams, expand_rows, question_entity_ids, specificity
 from apps.answers.ppr import personalized_pagerank
 from apps.answers.prompt import prompt_assemble
-from apps.answers.rerank import rerank_apply, rerank_scores
+from apps.answers.rerank import BridgeParams, bridges_promote, rerank_apply, rerank_scores
 from apps.answers.seeds import SeedLimits, seeds_search
 from apps.answers.selection import SelectionParams, dynamic_k, sources_select
-from apps.answers.types import Candidate, Seed
+from apps.answers.types import Candidate, GraphPath, Seed
 from apps.ingest.extraction import entity_key
 from apps.ingest.graph_build import entity_id
 from apps.vectors.types import VectorMatch
@@ -160,6 +160,43 @@ def test_rerank_uses_stored_vectors_and_blends_the_graph_score() -> None:
     ranked = rerank_apply(candidates, scores, graph_weight=0.5)
     assert [c.node_id for c in ranked] == ["a", "b", "c"]
     assert ranked[1].score == pytest.approx(0.5)
+
+
+def ranked_with_paths() -> list[Candidate]:
+    """s1 and s2 lead (by graph paths) to b1 and b2, which rank low on similarity alone."""
+    items = {
+        "s1": (0.9, []),
+        "s2": (0.8, []),
+        "x": (0.7, []),
+        "y": (0.6, []),
+        "b2": (0.3, [GraphPath(("s2", "e2", "b2"), ("MENTIONS", "MENTIONS"), 0.1)]),
+        "b1": (0.2, [GraphPath(("s1", "e1", "b1"), ("MENTIONS", "MENTIONS"), 0.2)]),
+        "n": (0.25, [GraphPath(("s1", "e3", "n"), ("MENTIONS", "MENTIONS"), 0.01)]),
+    }
+    ranked = []
+    for node_id, (score, paths) in items.items():
+        candidate = Candidate(node_id, "Chunk", paths=paths)
+        candidate.rerank_score = candidate.score = score
+        ranked.append(candidate)
+    return ranked
+
+
+def test_each_top_candidate_brings_its_bridge_forward() -> None:
+    promoted = bridges_promote(ranked_with_paths(), BridgeParams(starts=2, position=2, path_weight=2.0))
+    # b1 (0.2 + 2 * 0.2) beats n (0.25 + 2 * 0.01) as the unit s1 leads to; s2 leads to b2.
+    assert [c.node_id for c in promoted] == ["s1", "s2", "b1", "b2", "x", "y", "n"]
+    scores = [c.score for c in promoted]
+    assert scores == sorted(scores, reverse=True)
+    assert promoted[2].score == pytest.approx(0.7)
+
+
+def test_bridges_off_or_already_at_the_top_change_nothing() -> None:
+    ranked = ranked_with_paths()
+    assert bridges_promote(ranked, BridgeParams(starts=0)) == ranked
+    ranked = ranked_with_paths()
+    ranked.insert(1, ranked.pop(5))  # b1 already second, and the starts are s1 and b1
+    promoted = bridges_promote(ranked, BridgeParams(starts=2, position=2, path_weight=2.0))
+    assert [c.node_id for c in promoted] == ["s1", "b1", "s2", "x", "y", "b2", "n"]
 
 
 class FixedReranker:
