@@ -13,14 +13,14 @@ WITH_ENV := bash scripts/with-env.sh
 # and state under var/test, so it never touches a running development stack.
 LINT_ENV := DJANGO_DEBUG=1 DJANGO_SECRET_KEY=lint
 
-.PHONY: help setup run up down status doctor migrate graph-schema test test-unit lint format bench-ingest bench-vectors bench-answers bench-multihop bench-quality
+.PHONY: help setup run up down status doctor migrate graph-schema test test-unit lint format bench-ingest bench-vectors bench-answers bench-multihop bench-quality bench-attribution attribution-calibrate
 
 help:
 	@echo "make run      set up this machine, start everything, serve http://127.0.0.1:8000"
 	@echo "make test     run the whole test suite (lint, unit and integration, real services)"
 	@echo "make up       start Neo4j, Redis, the Celery worker and the web server in the background"
 	@echo "make down     stop exactly what 'make up' started"
-	@echo "make status | doctor | migrate | graph-schema | lint | format | bench-ingest | bench-vectors | bench-answers | bench-multihop | bench-quality"
+	@echo "make status | doctor | migrate | graph-schema | lint | format | bench-ingest | bench-vectors | bench-answers | bench-multihop | bench-quality | bench-attribution | attribution-calibrate"
 
 setup:
 	@RAGKG_VENV="$(VENV)" bash scripts/bootstrap.sh
@@ -97,6 +97,18 @@ bench-multihop: setup
 	env $(BENCH_MULTIHOP_ENV) $(PY) manage.py migrate -v 0
 	env $(BENCH_MULTIHOP_ENV) $(PY) benchmarks/multihop_recall.py $(BENCH_ARGS); rc=$$?; \
 		env $(BENCH_MULTIHOP_ENV) $(SERVICES) down; exit $$rc
+
+# Token attribution: faithfulness on HotpotQA copy cases and supporting facts, cost of fast and exact
+# mode, storage size (benchmarks/results/attribution_*.json); no services needed.
+bench-attribution: setup
+	mkdir -p var/bench-attribution
+	env DJANGO_DEBUG=1 RAGKG_STATE_DIR=var/bench-attribution DATABASE_URL= $(PY) manage.py migrate -v 0
+	env DJANGO_DEBUG=1 RAGKG_STATE_DIR=var/bench-attribution DATABASE_URL= $(PY) benchmarks/attribution_faithfulness.py $(BENCH_ARGS)
+	env DJANGO_DEBUG=1 RAGKG_STATE_DIR=var/bench-attribution DATABASE_URL= $(PY) benchmarks/attribution_storage.py
+
+# Fit fast attribution's layer weights for the generator (apps/provenance/calibration/<model>.json).
+attribution-calibrate: setup
+	env DJANGO_DEBUG=1 $(PY) benchmarks/attribution_calibrate.py
 
 # Retrieval quality of the offline models (cross-language XQuAD, text-to-image); no services needed.
 bench-quality: setup

@@ -55,6 +55,7 @@ INSTALLED_APPS = [
     "apps.ingest",
     "apps.models",
     "apps.observability",
+    "apps.provenance",
     "apps.vectors",
 ]
 
@@ -72,6 +73,7 @@ MIDDLEWARE = [
 ]
 
 ROOT_URLCONF = "ragkg.urls"
+LOGIN_URL = "/admin/login/"
 WSGI_APPLICATION = "ragkg.wsgi.application"
 ASGI_APPLICATION = "ragkg.asgi.application"
 
@@ -305,6 +307,14 @@ ANSWER_GENERATION_TIMEOUT = env_int("ANSWER_GENERATION_TIMEOUT", 120, minimum=1)
 ANSWER_TORCH_THREADS = env_int("ANSWER_TORCH_THREADS", 1, minimum=1)
 # Token events of a generation are kept in Redis this long (seconds) for late readers.
 ANSWER_STREAM_TTL = env_int("ANSWER_STREAM_TTL", 3600, minimum=10)
+
+# --- provenance (docs/provenance.md) ------------------------------------------------------
+# Fast attribution mixes attention with verbatim copied spans: this is the copied spans' share.
+PROVENANCE_LEXICAL_WEIGHT = env_float("PROVENANCE_LEXICAL_WEIGHT", 0.5, minimum=0.0)
+# Exact attribution: forward passes with random halves of the source sentences removed.
+PROVENANCE_EXACT_ABLATIONS = env_int("PROVENANCE_EXACT_ABLATIONS", 32, minimum=4)
+# How long `manage.py attribute --exact` waits for the gpu worker (seconds).
+PROVENANCE_EXACT_TIMEOUT = env_int("PROVENANCE_EXACT_TIMEOUT", 900, minimum=10)
 
 # --- health checks ------------------------------------------------------------------
 HEALTH_CHECK_TIMEOUT = env_float("HEALTH_CHECK_TIMEOUT", 3.0, minimum=0.1)

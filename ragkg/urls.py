@@ -7,5 +7,6 @@ urlpatterns = [
     path("", include("apps.observability.urls")),
     path("", include("apps.ingest.urls")),
     path("", include("apps.answers.urls")),
+    path("", include("apps.provenance.urls")),
     path("", include("apps.core.urls")),
 ]

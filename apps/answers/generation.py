@@ -3,7 +3,9 @@
 The worker claims the answer (``retrieved -> generating``, a conditional update, so a
 redelivered task does nothing), streams text pieces as ``token`` events, and stops at
 ``ANSWER_MAX_NEW_TOKENS`` tokens or after ``ANSWER_GENERATION_TIMEOUT`` seconds, keeping what
-was written and saying so.
+was written and saying so. Then, with the same model, it attributes every token to the source
+sentences (``apps.provenance``, fast mode) and stores the answer with citations derived from
+those scores; the ``done`` event carries that text.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from django.conf import settings
 from django.utils import timezone
@@ -20,6 +23,7 @@ from apps.answers import streams
 from apps.answers.models import Answer
 from apps.models.interfaces import Generator
 from apps.observability.tracing import span_set, stage_span
+from apps.provenance.services import answer_attribute_fast
 
 logger = logging.getLogger(__name__)
 
@@ -105,13 +109,36 @@ def answer_generate(*, answer_id: str, load_generator: Callable[[], Generator]) 
         if result.timed_out
         else ""
     )
+    text, citations, attribution_ms = _attribute(answer, generator, result.text)
+    if attribution_ms is None:
+        note = " ".join(filter(None, [note, "Token provenance could not be computed for this answer."]))
     timings = {**answer.timings_ms, "queue": queue_ms, "generation": round(result.seconds * 1000, 3)}
+    if attribution_ms is not None:
+        timings["attribution"] = attribution_ms
     Answer.objects.filter(id=answer_id, state=Answer.GENERATING).update(
         state=Answer.DONE,
-        answer=result.text,
+        answer=text,
+        generated=result.text,
+        citations=citations,
         error=note,
         generation=result.as_dict(),
         timings_ms=timings,
         finished_at=timezone.now(),
     )
-    streams.event_publish(answer_id, streams.DONE, answer=result.text, generation=result.as_dict(), note=note)
+    streams.event_publish(answer_id, streams.DONE, answer=text, generation=result.as_dict(), note=note)
+
+
+def _attribute(answer: Answer, generator: Generator, generated: str) -> tuple[str, list[dict[str, Any]], float | None]:
+    """Fast token attribution of the generated text: the answer with citations, the citations and the
+    milliseconds it took; a failure keeps the generated text (logged, and said in the answer's note)."""
+    if not generated:
+        return generated, [], 0.0
+    started = time.perf_counter()
+    try:
+        with stage_span("attribution", model=generator.name) as span:
+            cited = answer_attribute_fast(answer, generator, generated)
+            span_set(span, tokens=len(cited.token_offsets), citations=len(cited.citations))
+    except Exception:
+        logger.exception("token attribution of answer %s failed", answer.id)
+        return generated, [], None
+    return cited.text, cited.citations, round((time.perf_counter() - started) * 1000, 3)

@@ -22,7 +22,9 @@ class Answer(models.Model):
     mode = models.CharField(max_length=10, default="graph")
     generate = models.BooleanField(default=True)
     state = models.CharField(max_length=12, choices=STATES, default=RETRIEVED, db_index=True)
-    answer = models.TextField(blank=True)
+    answer = models.TextField(blank=True)  # with citations [n] derived from token attribution
+    generated = models.TextField(blank=True)  # the model's text as generated (its own markers included)
+    citations = models.JSONField(default=list)  # per sentence: start, end, sources, marker offsets, at, width
     error = models.TextField(blank=True)
     analysis = models.JSONField(default=dict)
     sources = models.JSONField(default=list)
@@ -31,6 +33,7 @@ class Answer(models.Model):
     prompt_tokens = models.PositiveIntegerField(default=0)
     timings_ms = models.JSONField(default=dict)
     stats = models.JSONField(default=dict)
+    seeds = models.JSONField(default=list)  # the FAISS hits the expansion started from: id, label, score, space
     model_names = models.JSONField(default=dict)
     generation = models.JSONField(default=dict)  # tokens, seconds, first_token_ms, tokens_per_second
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)

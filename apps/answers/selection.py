@@ -73,6 +73,9 @@ def sources_select(
             paths=tuple(c.paths[:3]),
             sentences=c.sentences,
             tokens=tokens,
+            seed_score=c.seed_score,
+            rerank_score=c.rerank_score or 0.0,
+            support_score=c.support_score,
         )
         for number, (c, tokens) in enumerate(zip(kept, token_counts, strict=True), start=1)
     ]

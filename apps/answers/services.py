@@ -24,6 +24,7 @@ from apps.answers.pipeline import RetrievalParams, RetrievalTools, retrieve
 from apps.answers.types import STAGES, AnswerError, Retrieval
 from apps.observability.metrics import answers_count, generation_observe
 from apps.observability.tracing import request_span
+from apps.provenance.services import answer_token_provenance
 from apps.vectors.errors import VectorIndexError
 
 logger = logging.getLogger(__name__)
@@ -91,6 +92,10 @@ def answer_record(
         prompt_tokens=retrieval.prompt.tokens,
         timings_ms=retrieval.timings_ms,
         stats=retrieval.stats,
+        seeds=[
+            {"id": seed.node_id, "label": seed.label, "score": round(seed.score, 6), "space": seed.space}
+            for seed in retrieval.seeds.hits
+        ],
         model_names=model_names,
         finished_at=None if generate else timezone.now(),
     )
@@ -164,15 +169,19 @@ def _revoke(task_id: str) -> None:
 def answer_result(answer: Answer) -> dict[str, Any]:
     """The answer as the API and ``ask --json`` give it."""
     timings = {stage: float(answer.timings_ms.get(stage, 0.0)) for stage in STAGES}
-    if "queue" in answer.timings_ms:  # time the generation waited for a gpu worker
-        timings["queue"] = float(answer.timings_ms["queue"])
+    for extra in ("queue", "attribution"):  # waiting for a gpu worker; token attribution after generation
+        if extra in answer.timings_ms:
+            timings[extra] = float(answer.timings_ms[extra])
     return {
         "answer_id": str(answer.id),
         "question": answer.question,
         "state": answer.state,
         "answer": answer.answer,
+        "generated": answer.generated,
         "error": answer.error,
         "sources": answer.sources,
+        "tokens": answer_token_provenance(answer),
+        "citations": answer.citations,
         "timings_ms": timings,
         "analysis": answer.analysis,
         "generation": answer.generation,

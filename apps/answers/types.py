@@ -6,6 +6,7 @@ stage can be run, traced and evaluated on its own.
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -113,6 +114,9 @@ class Source:
     paths: tuple[GraphPath, ...]
     sentences: tuple[tuple[int, int], ...] = ()
     tokens: int = 0
+    seed_score: float = 0.0
+    rerank_score: float = 0.0
+    support_score: float = 0.0
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -127,6 +131,13 @@ class Source:
             "score": round(self.score, 6),
             "paths": [list(path.nodes) for path in self.paths],
             "path_details": [path.as_dict() for path in self.paths],
+            "sentences": [list(span) for span in self.sentences],
+            "sha256": hashlib.sha256(self.text.encode("utf-8")).hexdigest(),
+            "scores": {
+                "seed": round(self.seed_score, 6),
+                "rerank": round(self.rerank_score, 6),
+                "graph_support": round(self.support_score, 6),
+            },
         }
 
 

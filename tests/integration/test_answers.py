@@ -218,8 +218,26 @@ def test_api_streams_tokens_then_the_whole_answer(corpus: dict[str, str], settin
     assert events[0]["sources"] and events[0]["answer"] == ""
     done = events[-1]
     assert done["state"] == "done" and done["answer"]
-    assert "".join(e["text"] for e in events if e["event"] == "token").strip() == done["answer"]
+    assert "".join(e["text"] for e in events if e["event"] == "token").strip() == done["generated"]
     assert done["generation"]["tokens"] > 0 and done["timings_ms"]["generation"] > 0
+    assert_token_provenance(done)
+
+
+def assert_token_provenance(result: dict[str, Any]) -> None:
+    """Every answer token points into the answer text, and its sources at sentences of the answer's sources."""
+    tokens, answer = result["tokens"], result["answer"]
+    assert tokens and result["timings_ms"]["attribution"] > 0
+    texts = {source["id"]: source["text"] for source in result["sources"]}
+    for token in tokens:
+        assert answer[token["start"] : token["end"]] == token["text"]
+        scores = [support["score"] for support in token["sources"]]
+        assert scores == sorted(scores, reverse=True)
+        for support in token["sources"]:
+            assert support["id"] in texts and 0 <= support["start"] < support["end"] <= len(texts[support["id"]])
+    assert sum(bool(token["sources"]) for token in tokens) >= 0.9 * len(tokens)
+    for citation in result["citations"]:  # "[n]" markers follow from the token scores
+        marker = answer[citation["marker_start"] : citation["marker_end"]].strip()
+        assert marker == "".join(f"[{n}]" for n in citation["sources"])
 
 
 def test_ask_json_answers_through_the_gpu_worker(live_services: None, tmp_path: Path) -> None:
@@ -237,6 +255,7 @@ def test_ask_json_answers_through_the_gpu_worker(live_services: None, tmp_path: 
     assert all(source["paths"] for source in result["sources"])
     assert result["timings_ms"]["generation"] > 0 and result["generation"]["tokens"] > 0
     assert set(STAGES) <= set(result["timings_ms"])
+    assert_token_provenance(result)
 
     retrieval_only = json.loads(manage("ask", QUESTION, "--collection", collection, "--no-generate", "--json").stdout)
     assert retrieval_only["answer"] == "" and retrieval_only["sources"] == result["sources"]

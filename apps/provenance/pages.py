@@ -1,0 +1,254 @@
+"""What the audit pages show: the filtered list of answers, and one answer's provenance record
+laid out for its page (the answer cut into token spans, per token its supporting sentences with
+fast and exact scores, the sources with readable graph paths, the retrieval trace)."""
+
+from __future__ import annotations
+
+import datetime
+import re
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from django.core.paginator import Page, Paginator
+from django.db.models import Exists, OuterRef, QuerySet
+
+from apps.answers.expansion import question_entity_ids
+from apps.answers.models import Answer
+from apps.answers.types import STAGES
+from apps.provenance.models import AttributionRecord
+from apps.provenance.services import provenance_record
+from apps.provenance.types import EXACT, FAST
+
+PAGE_SIZE = 50
+COLOURS = 10  # source tints in audit.css: src-0 .. src-9, reused beyond ten sources
+_ASCII_WORD = re.compile(r"[A-Za-z0-9]+")
+_MARKER = re.compile(r"\[(\d+)\]")
+
+
+# --- the list of answers ---------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class AnswerFilters:
+    """The list page's filters; empty values filter nothing, dates are inclusive."""
+
+    question: str = ""
+    user: str = ""
+    document: str = ""
+    date_from: datetime.date | None = None
+    date_to: datetime.date | None = None
+
+
+def source_uses_document(source: dict[str, Any], term: str) -> bool:
+    """Whether a source is of the document ``term`` names: its id, or a piece of its name or path."""
+    document = str(source.get("document") or "")
+    return term == source.get("document_id") or term.casefold() in document.casefold()
+
+
+def _filtered(filters: AnswerFilters) -> QuerySet[Answer]:
+    answers = Answer.objects.select_related("user").annotate(
+        has_exact=Exists(AttributionRecord.objects.filter(answer=OuterRef("pk"), mode=EXACT))
+    )
+    if filters.question:
+        answers = answers.filter(question__icontains=filters.question)
+    if filters.user:
+        answers = answers.filter(user__username=filters.user)
+    if filters.date_from:
+        answers = answers.filter(created_at__date__gte=filters.date_from)
+    if filters.date_to:
+        answers = answers.filter(created_at__date__lte=filters.date_to)
+    # A prefilter the database can run on the stored JSON text on SQLite and PostgreSQL alike:
+    # ASCII letters and digits are stored unescaped by both, so an answer that uses the document
+    # contains every ASCII word of the term; the exact test runs in Python afterwards.
+    for word in _ASCII_WORD.findall(filters.document):
+        answers = answers.filter(sources__icontains=word)
+    return answers.order_by("-created_at")
+
+
+def _using_document(answers: QuerySet[Answer], term: str) -> list[uuid.UUID]:
+    rows = answers.values_list("id", "sources")
+    return [pk for pk, sources in rows.iterator(chunk_size=200) if any(source_uses_document(s, term) for s in sources)]
+
+
+def answers_page(*, filters: AnswerFilters, page: str | int | None) -> tuple[Page[Any], list[Answer]]:
+    """One page of the answers that pass ``filters``, newest first: the page (for its links) and its answers."""
+    answers = _filtered(filters)
+    if not filters.document:
+        answer_page: Page[Any] = Paginator(answers, PAGE_SIZE).get_page(page)
+        return answer_page, list(answer_page.object_list)
+    id_page: Page[Any] = Paginator(_using_document(answers, filters.document), PAGE_SIZE).get_page(page)
+    return id_page, list(answers.filter(id__in=list(id_page.object_list)))
+
+
+# --- one answer --------------------------------------------------------------------
+
+
+def _supports(fast: Sequence[dict[str, Any]], exact: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A token's supporting sentences, fast mode's first: each with its fast and its exact score."""
+    merged: dict[tuple[int, int], dict[str, Any]] = {}
+    for mode, supports in (("fast", fast), ("exact", exact)):
+        for support in supports:
+            key = (int(support["number"]), int(support["sentence"]))
+            row = merged.setdefault(
+                key,
+                {
+                    "number": key[0],
+                    "sentence": key[1],
+                    "start": support["start"],
+                    "end": support["end"],
+                    "column": support.get("column", ""),
+                    "fast": None,
+                    "exact": None,
+                },
+            )
+            row[mode] = support["score"]
+    return list(merged.values())
+
+
+def page_tokens(fast: Sequence[dict[str, Any]], exact: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The answer's tokens (fast mode's, or exact's when only it exists), with both modes' supports
+    (matched on the tokens' offsets) and ``top``, the number of the source that supports it most."""
+    exact_by_span = {(t["start"], t["end"]): t["sources"] for t in exact}
+    tokens = []
+    for index, token in enumerate(fast or exact):
+        fast_supports = token["sources"] if fast else []
+        supports = _supports(fast_supports, exact_by_span.get((token["start"], token["end"]), []))
+        tokens.append(
+            {
+                "index": index,
+                "text": token["text"],
+                "start": token["start"],
+                "end": token["end"],
+                "top": supports[0]["number"] if supports else None,
+                "supports": supports,
+            }
+        )
+    return tokens
+
+
+def colour(number: int | None) -> str:
+    return "none" if number is None else f"src-{(number - 1) % COLOURS}"
+
+
+def _markers(text: str) -> list[dict[str, Any]]:
+    """A citation marker's text (" [1][3]") as plain text and one link per source number."""
+    segments: list[dict[str, Any]] = []
+    position = 0
+    for match in _MARKER.finditer(text):
+        if match.start() > position:
+            segments.append({"kind": "text", "text": text[position : match.start()]})
+        segments.append({"kind": "cite", "text": match.group(0), "number": int(match.group(1))})
+        position = match.end()
+    if position < len(text):
+        segments.append({"kind": "text", "text": text[position:]})
+    return segments
+
+
+def answer_segments(
+    text: str, tokens: Sequence[dict[str, Any]], citations: Sequence[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """The answer text cut into plain text, token spans and citation markers, in order.
+
+    Markers win over tokens where they overlap; a token cut by a marker becomes two spans
+    with the same index."""
+    owner: list[tuple[str, int] | None] = [None] * len(text)
+    for token in tokens:
+        for i in range(max(0, token["start"]), min(len(text), token["end"])):
+            owner[i] = ("token", token["index"])
+    for number, citation in enumerate(citations):
+        for i in range(max(0, int(citation["marker_start"])), min(len(text), int(citation["marker_end"]))):
+            owner[i] = ("marker", number)
+    segments: list[dict[str, Any]] = []
+    start = 0
+    for end in range(1, len(text) + 1):
+        if end < len(text) and owner[end] == owner[start]:
+            continue
+        piece, who = text[start:end], owner[start]
+        if who is None:
+            segments.append({"kind": "text", "text": piece})
+        elif who[0] == "marker":
+            segments.extend(_markers(piece))
+        else:
+            token = tokens[who[1]]
+            segments.append({"kind": "token", "text": piece, "index": who[1], "colour": colour(token["top"])})
+        start = end
+    return segments
+
+
+def _node_labels(record: dict[str, Any]) -> dict[str, str]:
+    """Readable names of the graph nodes an answer's paths go through, where the record knows them."""
+    labels: dict[str, str] = {}
+    for name in record["retrieval"]["analysis"].get("entities") or []:
+        for node in question_entity_ids([name]):
+            labels[node] = f"{name} (from the question)"
+    for seed in record["retrieval"]["seeds"] or []:
+        labels[seed["id"]] = f"{seed.get('label', 'node')} {seed['id'][:8]} (seed)"
+    for source in record["sources"]:
+        labels[source["id"]] = f"[{source['number']}] {source.get('document', '')}"
+    return labels
+
+
+def _path_steps(path: dict[str, Any], labels: dict[str, str]) -> list[dict[str, str]]:
+    """A path as alternating node and relationship steps: start node, RELATIONSHIP, node, ..."""
+    nodes, relationships = path.get("nodes") or [], path.get("relationships") or []
+    steps: list[dict[str, str]] = []
+    for position, node in enumerate(nodes):
+        if position:
+            relationship = relationships[position - 1] if position - 1 < len(relationships) else "?"
+            steps.append({"kind": "rel", "label": relationship})
+        inner = 0 < position < len(nodes) - 1
+        steps.append({"kind": "node", "label": labels.get(node, f"{'entity' if inner else 'node'} {node[:8]}")})
+    return steps
+
+
+def _source_view(source: dict[str, Any], labels: dict[str, str]) -> dict[str, Any]:
+    number = int(source["number"])
+    return {
+        "number": number,
+        "colour": colour(number),
+        "id": source.get("id", ""),
+        "kind": source.get("kind", ""),
+        "document": source.get("document", ""),
+        "document_id": source.get("document_id", ""),
+        "collection": source.get("collection", ""),
+        "image_path": source.get("path", ""),
+        "text": source.get("text") or "",
+        "sha256": source.get("sha256", ""),
+        "score": source.get("score"),
+        "scores": source.get("scores") or {},
+        "paths": [
+            {"score": path.get("score"), "steps": _path_steps(path, labels)}
+            for path in source.get("path_details") or []
+        ],
+    }
+
+
+def _timings(timings: dict[str, Any]) -> list[tuple[str, Any]]:
+    order = [*STAGES, "queue"]
+    known = [(stage, timings[stage]) for stage in order if stage in timings]
+    return known + sorted((key, value) for key, value in timings.items() if key not in order)
+
+
+def answer_page_context(answer: Answer) -> dict[str, Any]:
+    """The template context of an answer's audit page, built from its provenance record."""
+    record = provenance_record(answer)
+    fast, exact = record["attribution"].get(FAST), record["attribution"].get(EXACT)
+    tokens = page_tokens(fast["tokens"] if fast else [], exact["tokens"] if exact else [])
+    labels = _node_labels(record)
+    sources = [_source_view(source, labels) for source in record["sources"]]
+    seed_sources = {source["id"]: source["number"] for source in sources}
+    return {
+        "answer": answer,
+        "record": record,
+        "fast": fast,
+        "exact": exact,
+        "agreement": (exact or {}).get("summary", {}).get("agreement"),
+        "segments": answer_segments(record["answer"], tokens, record["citations"]),
+        "tokens": tokens,
+        "sources": sources,
+        "seeds": [{**seed, "source": seed_sources.get(seed["id"])} for seed in record["retrieval"]["seeds"] or []],
+        "timings": _timings(record["retrieval"]["timings_ms"] or {}),
+        "audit_data": {"tokens": tokens, "sources": sources, "exact": exact is not None},
+    }
