@@ -1,7 +1,8 @@
 from django.urls import path
 
-from apps.answers import views
+from apps.answers import search, views
 
 urlpatterns = [
     path("api/ask", views.ask, name="api-ask"),
+    path("ask/", search.search, name="search"),
 ]

@@ -24,6 +24,7 @@ from apps.answers.types import STAGES, AnswerError
 from apps.ingest.services import default_extractor, upload_ingest
 from apps.models.registry import generator
 from apps.observability.tracing import finished_spans, tracing_reset
+from apps.provenance.models import AttributionRecord
 from tests.support import free_port, manage
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
@@ -221,6 +222,30 @@ def test_api_streams_tokens_then_the_whole_answer(corpus: dict[str, str], settin
     assert "".join(e["text"] for e in events if e["event"] == "token").strip() == done["generated"]
     assert done["generation"]["tokens"] > 0 and done["timings_ms"]["generation"] > 0
     assert_token_provenance(done)
+
+
+def test_search_page_answers_with_citations_and_stores_token_provenance(
+    corpus: dict[str, str], settings: Settings
+) -> None:
+    settings.ANSWER_GENERATION_QUEUE = "gpu-in-this-test"
+    stop = threading.Event()
+    worker = threading.Thread(target=serve_generation, args=(stop,), daemon=True)
+    worker.start()
+    try:
+        page = Client().post("/ask/", {"question": QUESTION, "collection": "moss"})
+    finally:
+        stop.set()
+        worker.join(timeout=60)
+    assert page.status_code == 200
+    answer = Answer.objects.get()
+    assert answer.state == Answer.DONE and answer.generated
+    assert AttributionRecord.objects.filter(answer=answer, mode="fast").exists()
+    html = page.content.decode()
+    assert f"/audit/answers/{answer.id}/" in html and "society.txt" in html
+    for citation in answer.citations:
+        assert f'href="#source-{citation["sources"][0]}"' in html
+    missing = Client().post("/ask/", {"question": "Where is the Severn Bridge?", "collection": "nothing-here"})
+    assert "Nothing in the knowledge base matches" in missing.content.decode()
 
 
 def assert_token_provenance(result: dict[str, Any]) -> None:
