@@ -11,12 +11,14 @@ are the exact-mode scores. Cost: ``ablations`` forward passes over prompt and an
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
+from apps.models.interfaces import Generator
 from apps.provenance.fast import normalised
 from apps.provenance.layout import Layout
 from apps.provenance.types import EXACT, Attribution
@@ -88,6 +90,19 @@ def exact_attribute(*, model: Any, model_name: str, layout: Layout, params: Exac
         forward_passes=passes,
         seconds=time.perf_counter() - started,
     )
+
+
+@dataclass(frozen=True)
+class ExactAttributor:
+    """``Attributor`` of exact mode (the answer's text and the units' texts are not needed: the
+    model's probabilities under ablated prompts are)."""
+
+    params: ExactParams
+    mode: str = EXACT
+    method: str = METHOD
+
+    def attribute(self, *, generator: Generator, layout: Layout, answer: str, unit_texts: Sequence[str]) -> Attribution:
+        return exact_attribute(model=generator.model, model_name=generator.name, layout=layout, params=self.params)
 
 
 def agreement(fast: Attribution, exact: Attribution) -> dict[str, float]:

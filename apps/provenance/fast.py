@@ -18,13 +18,14 @@ import json
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
+from apps.models.interfaces import Generator
 from apps.provenance.layout import Layout
 from apps.provenance.types import FAST, Attribution, TokenSpan
 
@@ -38,7 +39,6 @@ class FastParams:
     length_power: float = 0.0
     lexical_weight: float = 0.5
     min_copy: int = 3
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 def calibrated_params(model_name: str, lexical_weight: float) -> FastParams:
@@ -155,3 +155,22 @@ def fast_attribute(
         forward_passes=passes,
         seconds=time.perf_counter() - started,
     )
+
+
+@dataclass(frozen=True)
+class FastAttributor:
+    """``Attributor`` of fast mode."""
+
+    params: FastParams
+    mode: str = FAST
+    method: str = METHOD
+
+    def attribute(self, *, generator: Generator, layout: Layout, answer: str, unit_texts: Sequence[str]) -> Attribution:
+        return fast_attribute(
+            model=generator.model,
+            model_name=generator.name,
+            layout=layout,
+            answer=answer,
+            unit_texts=unit_texts,
+            params=self.params,
+        )

@@ -11,12 +11,12 @@ from django.conf import settings
 from apps.answers.models import Answer
 from apps.models.interfaces import Generator
 from apps.provenance.citations import CitedAnswer, cite, token_offsets
-from apps.provenance.exact import ExactParams, agreement, exact_attribute
-from apps.provenance.fast import calibrated_params, fast_attribute
+from apps.provenance.exact import ExactAttributor, ExactParams, agreement
+from apps.provenance.fast import FastAttributor, calibrated_params
 from apps.provenance.layout import Layout, layout_build
 from apps.provenance.models import AttributionRecord
 from apps.provenance.storage import answer_tokens, attribution_pack, attribution_unpack
-from apps.provenance.types import EXACT, FAST, Attribution
+from apps.provenance.types import EXACT, FAST, Attribution, Attributor
 from apps.provenance.units import source_units
 
 logger = logging.getLogger(__name__)
@@ -37,14 +37,18 @@ def _unit_texts(answer: Answer, layout: Layout) -> list[str]:
     return [answer.sources[u.source]["text"][u.start : u.end] for u in layout.units]
 
 
-def _fast(answer: Answer, generator: Generator, layout: Layout, generated: str) -> Attribution:
-    return fast_attribute(
-        model=generator.model,
-        model_name=generator.name,
-        layout=layout,
-        answer=generated,
-        unit_texts=_unit_texts(answer, layout),
-        params=calibrated_params(generator.name, settings.PROVENANCE_LEXICAL_WEIGHT),
+def attributor(mode: str, generator: Generator) -> Attributor:
+    """The configured method of a mode: fast (calibrated for ``generator`` when it can be) or exact."""
+    if mode == FAST:
+        return FastAttributor(calibrated_params(generator.name, settings.PROVENANCE_LEXICAL_WEIGHT))
+    if mode == EXACT:
+        return ExactAttributor(ExactParams(ablations=settings.PROVENANCE_EXACT_ABLATIONS))
+    raise ValueError(f"unknown attribution mode {mode!r}")
+
+
+def _run(method: Attributor, answer: Answer, generator: Generator, layout: Layout, generated: str) -> Attribution:
+    return method.attribute(
+        generator=generator, layout=layout, answer=generated, unit_texts=_unit_texts(answer, layout)
     )
 
 
@@ -70,7 +74,7 @@ def _save(
 def answer_attribute_fast(answer: Answer, generator: Generator, generated: str) -> CitedAnswer:
     """Fast attribution of a just-generated answer, stored; returns the answer with its citations."""
     layout = _layout(answer, generator, generated)
-    attribution = _fast(answer, generator, layout, generated)
+    attribution = _run(attributor(FAST, generator), answer, generator, layout, generated)
     cited = cite(generated, attribution)
     tokens = max(1, len(attribution.tokens))
     _save(answer, attribution, cited.token_offsets, ms_per_token=round(attribution.seconds * 1000 / tokens, 3))
@@ -83,13 +87,9 @@ def answer_attribute_exact(
     """Exact (ablation) attribution of a finished answer, stored next to the fast one with their agreement."""
     generated = answer.generated or answer.answer
     layout = _layout(answer, generator, generated)
-    exact = exact_attribute(
-        model=generator.model,
-        model_name=generator.name,
-        layout=layout,
-        params=params or ExactParams(ablations=settings.PROVENANCE_EXACT_ABLATIONS),
-    )
-    fast = _fast(answer, generator, layout, generated)
+    method = ExactAttributor(params) if params is not None else attributor(EXACT, generator)
+    exact = _run(method, answer, generator, layout, generated)
+    fast = _run(attributor(FAST, generator), answer, generator, layout, generated)
     insertions = [(int(c["at"]), int(c["width"])) for c in answer.citations]
     offsets = token_offsets(generated, layout.answer_tokens, insertions)
     tokens = max(1, len(exact.tokens))

@@ -3,10 +3,16 @@ the answer's tokens, and a (tokens x units) score matrix with the method that ma
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 import numpy.typing as npt
+
+if TYPE_CHECKING:
+    from apps.models.interfaces import Generator
+    from apps.provenance.layout import Layout
 
 FAST = "fast"
 EXACT = "exact"
@@ -51,3 +57,19 @@ class Attribution:
         row = self.scores[token]
         order = np.argsort(-row, kind="stable")[:k]
         return [(int(unit), float(row[unit])) for unit in order if row[unit] > 0]
+
+
+class Attributor(Protocol):
+    """A token attribution method: with the generator that wrote ``answer``, a score for every
+    answer token against every unit of the prompt (``layout``). ``mode`` and ``method`` are stored
+    with each record, with the model's name."""
+
+    @property
+    def mode(self) -> str: ...
+
+    @property
+    def method(self) -> str: ...
+
+    def attribute(
+        self, *, generator: Generator, layout: Layout, answer: str, unit_texts: Sequence[str]
+    ) -> Attribution: ...

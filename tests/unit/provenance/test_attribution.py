@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
-from typing import Any
+from types import SimpleNamespace
+from typing import Any, cast
 
 import numpy as np
 import pytest
+from django.conf import settings
 
 from apps.answers.prompt import prompt_assemble
 from apps.answers.types import Source
+from apps.models.interfaces import Generator
 from apps.models.registry import generator_tokenizer
 from apps.provenance.citations import cite, token_offsets
-from apps.provenance.exact import ExactParams, ablation_masks, agreement, surrogate_scores
-from apps.provenance.fast import copy_scores
+from apps.provenance.exact import ExactAttributor, ExactParams, ablation_masks, agreement, surrogate_scores
+from apps.provenance.fast import FastAttributor, copy_scores
 from apps.provenance.layout import layout_build
+from apps.provenance.services import attributor
 from apps.provenance.storage import answer_tokens, attribution_pack, attribution_unpack
 from apps.provenance.types import FAST, Attribution, TokenSpan, Unit
 from apps.provenance.units import source_units
@@ -128,3 +132,15 @@ def test_agreement_counts_tokens_both_modes_attribute() -> None:
     fast = attribution([[1, 0, 0, 0, 0, 0, 0], [0, 1, 0, 0, 0, 0, 0], [0] * 7], "a b c", units)
     exact = attribution([[0.9, 0.1, 0, 0, 0, 0, 0], [0.6, 0.3, 0.1, 0, 0, 0, 0], [1, 0, 0, 0, 0, 0, 0]], "a b c", units)
     assert agreement(fast, exact) == {"tokens": 2, "top1_agreement": 0.5, "top1_in_exact_top3": 1.0}
+
+
+def test_each_mode_has_its_attributor_and_an_uncalibrated_model_gets_uniform_layers() -> None:
+    named = cast(Generator, SimpleNamespace(name="a-model-without-calibration"))
+    fast = attributor(FAST, named)
+    assert isinstance(fast, FastAttributor) and fast.mode == "fast" and fast.params.layer_weights == ()
+    calibrated = attributor(FAST, cast(Generator, SimpleNamespace(name="SmolLM2-135M-Instruct")))
+    assert isinstance(calibrated, FastAttributor) and len(calibrated.params.layer_weights) == 30
+    exact = attributor("exact", named)
+    assert isinstance(exact, ExactAttributor) and exact.params.ablations == settings.PROVENANCE_EXACT_ABLATIONS
+    with pytest.raises(ValueError, match="unknown attribution mode"):
+        attributor("approximate", named)
