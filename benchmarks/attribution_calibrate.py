@@ -33,8 +33,6 @@ from django.conf import settings
 from apps.models import registry
 from apps.provenance import faithfulness
 from apps.provenance.fast import CALIBRATION_DIR, FastParams, layer_attention, unit_attention
-from apps.provenance.layout import layout_build
-from apps.provenance.units import source_units
 
 POWERS = (0.0, 0.5, 1.0)
 EXPONENT = 4
@@ -54,16 +52,8 @@ def main() -> int:
     )
     collected = []
     for case in cases:
-        units = source_units(case.sources)
-        layout = layout_build(
-            tokenizer=tokenizer,
-            system=case.system,
-            user=case.user,
-            answer=case.answer,
-            sources=case.sources,
-            units=units,
-        )
-        right = next(i for i, u in enumerate(units) if (u.source, u.index) == case.target)
+        layout = faithfulness.case_layout(case, tokenizer)
+        right = next(i for i, u in enumerate(layout.units) if (u.source, u.index) == case.target)
         collected.append((layer_attention(generator.model, layout), layout, right))
     layers = collected[0][0].shape[0]
 

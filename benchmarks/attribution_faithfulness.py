@@ -44,22 +44,10 @@ from apps.models import registry
 from apps.provenance import faithfulness
 from apps.provenance.exact import ExactParams, agreement, exact_attribute
 from apps.provenance.fast import calibrated_params, copy_scores, fast_attribute, layer_attention, unit_attention
-from apps.provenance.layout import Layout, layout_build
-from apps.provenance.units import source_units
+from apps.provenance.units import unit_texts
 
 PARAGRAPHS = 4
 EVALUATION_QUESTIONS = slice(0, 50)
-
-
-def _layout(case: faithfulness.Case, tokenizer: Any, answer: str) -> Layout:
-    units = source_units(case.sources)
-    return layout_build(
-        tokenizer=tokenizer, system=case.system, user=case.user, answer=answer, sources=case.sources, units=units
-    )
-
-
-def _unit_texts(case: faithfulness.Case, layout: Layout) -> list[str]:
-    return [case.sources[u.source]["text"][u.start : u.end] for u in layout.units]
 
 
 def _pooled(rows: list[tuple[float, int]]) -> float:
@@ -72,7 +60,8 @@ def copy_section(generator: Any, cases: list[faithfulness.Case], exact_cases: in
     rows: dict[str, list[tuple[float, int]]] = {name: [] for name in ("fast", "attention_only", "copy_only", "exact")}
     agreements, fast_ms, exact_ms = [], [], []
     for number, case in enumerate(cases):
-        layout = _layout(case, generator.tokenizer, case.answer)
+        layout = faithfulness.case_layout(case, generator.tokenizer)
+        texts = unit_texts(case.sources, layout.units)
         tokens = len(layout.answer_ids)
         assert case.target is not None
         fast = fast_attribute(
@@ -80,13 +69,13 @@ def copy_section(generator: Any, cases: list[faithfulness.Case], exact_cases: in
             model_name=generator.name,
             layout=layout,
             answer=case.answer,
-            unit_texts=_unit_texts(case, layout),
+            unit_texts=texts,
             params=base,
         )
         fast_ms.append(fast.seconds * 1000 / tokens)
         rows["fast"].append((faithfulness.copy_accuracy(fast, case.target), tokens))
         attention = unit_attention(layer_attention(generator.model, layout), layout, base)
-        copied = copy_scores(case.answer, layout.answer_tokens, _unit_texts(case, layout), base.min_copy)
+        copied = copy_scores(case.answer, layout.answer_tokens, texts, base.min_copy)
         for name, scores in (("attention_only", attention), ("copy_only", copied)):
             alone = dataclasses.replace(fast, scores=scores)
             rows[name].append((faithfulness.copy_accuracy(alone, case.target), tokens))
@@ -123,13 +112,13 @@ def supporting_section(generator: Any, cases: list[faithfulness.Case], max_new_t
         generation_s.append(time.perf_counter() - started)
         if not answer:
             continue
-        layout = _layout(case, generator.tokenizer, answer)
+        layout = faithfulness.case_layout(case, generator.tokenizer, answer)
         attribution = fast_attribute(
             model=generator.model,
             model_name=generator.name,
             layout=layout,
             answer=answer,
-            unit_texts=_unit_texts(case, layout),
+            unit_texts=unit_texts(case.sources, layout.units),
             params=params,
         )
         ranked = faithfulness.top_sentences(attribution, 2)

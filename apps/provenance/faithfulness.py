@@ -15,10 +15,13 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from transformers import PreTrainedTokenizerBase
 
 from apps.answers.prompt import prompt_assemble
 from apps.answers.types import Source
+from apps.provenance.layout import Layout, layout_build
 from apps.provenance.types import Attribution
+from apps.provenance.units import source_units
 
 HOTPOTQA = "multihop/hipporag_hotpotqa_train.json"
 
@@ -95,6 +98,18 @@ def question_cases(
     items: Sequence[dict[str, Any]], *, paragraphs: int, count_tokens: Callable[[str], int]
 ) -> list[Case]:
     return [_case(item, paragraphs, count_tokens) for item in items]
+
+
+def case_layout(case: Case, tokenizer: PreTrainedTokenizerBase, answer: str | None = None) -> Layout:
+    """The prompt layout of a case, with its copied answer or the ``answer`` given (a generated one)."""
+    return layout_build(
+        tokenizer=tokenizer,
+        system=case.system,
+        user=case.user,
+        answer=case.answer if answer is None else answer,
+        sources=case.sources,
+        units=source_units(case.sources),
+    )
 
 
 def copy_accuracy(attribution: Attribution, target: tuple[int, int]) -> float:

@@ -17,7 +17,7 @@ from apps.provenance.layout import Layout, layout_build
 from apps.provenance.models import AttributionRecord
 from apps.provenance.storage import answer_tokens, attribution_pack, attribution_unpack
 from apps.provenance.types import EXACT, FAST, Attribution, Attributor
-from apps.provenance.units import source_units
+from apps.provenance.units import source_units, unit_texts
 
 logger = logging.getLogger(__name__)
 
@@ -33,10 +33,6 @@ def _layout(answer: Answer, generator: Generator, generated: str) -> Layout:
     )
 
 
-def _unit_texts(answer: Answer, layout: Layout) -> list[str]:
-    return [answer.sources[u.source]["text"][u.start : u.end] for u in layout.units]
-
-
 def attributor(mode: str, generator: Generator) -> Attributor:
     """The configured method of a mode: fast (calibrated for ``generator`` when it can be) or exact."""
     if mode == FAST:
@@ -48,7 +44,7 @@ def attributor(mode: str, generator: Generator) -> Attributor:
 
 def _run(method: Attributor, answer: Answer, generator: Generator, layout: Layout, generated: str) -> Attribution:
     return method.attribute(
-        generator=generator, layout=layout, answer=generated, unit_texts=_unit_texts(answer, layout)
+        generator=generator, layout=layout, answer=generated, unit_texts=unit_texts(answer.sources, layout.units)
     )
 
 

@@ -31,6 +31,11 @@ def _cells(text: str, source: int) -> list[Unit]:
     return units
 
 
+def unit_texts(sources: Sequence[dict[str, Any]], units: Sequence[Unit]) -> list[str]:
+    """Each unit's own text, cut from its source's text."""
+    return [(sources[unit.source].get("text") or "")[unit.start : unit.end] for unit in units]
+
+
 def source_units(sources: Sequence[dict[str, Any]]) -> list[Unit]:
     """Every unit of every source, in source order then text order."""
     units: list[Unit] = []

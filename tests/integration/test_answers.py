@@ -7,6 +7,8 @@ import json
 import threading
 import time
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -202,18 +204,25 @@ def serve_generation(stop: threading.Event) -> None:
         time.sleep(0.05)
 
 
-def test_api_streams_tokens_then_the_whole_answer(corpus: dict[str, str], settings: Settings) -> None:
+@contextmanager
+def stand_in_worker(settings: Settings) -> Iterator[None]:
+    """Generation served by a thread of this process, on a queue no real worker consumes."""
     settings.ANSWER_GENERATION_QUEUE = "gpu-in-this-test"
     stop = threading.Event()
     worker = threading.Thread(target=serve_generation, args=(stop,), daemon=True)
     worker.start()
     try:
-        response = post(Client(), {"question": QUESTION, "collections": ["moss"], "stream": True})
-        assert response["Content-Type"] == "application/x-ndjson"
-        events = [json.loads(line) for line in b"".join(response.streaming_content).splitlines()]
+        yield
     finally:
         stop.set()
         worker.join(timeout=60)
+
+
+def test_api_streams_tokens_then_the_whole_answer(corpus: dict[str, str], settings: Settings) -> None:
+    with stand_in_worker(settings):
+        response = post(Client(), {"question": QUESTION, "collections": ["moss"], "stream": True})
+        assert response["Content-Type"] == "application/x-ndjson"
+        events = [json.loads(line) for line in b"".join(response.streaming_content).splitlines()]
     kinds = [event["event"] for event in events]
     assert kinds[0] == "retrieval" and kinds[-1] == "done" and "token" in kinds
     assert events[0]["sources"] and events[0]["answer"] == ""
@@ -227,15 +236,8 @@ def test_api_streams_tokens_then_the_whole_answer(corpus: dict[str, str], settin
 def test_search_page_answers_with_citations_and_stores_token_provenance(
     corpus: dict[str, str], settings: Settings
 ) -> None:
-    settings.ANSWER_GENERATION_QUEUE = "gpu-in-this-test"
-    stop = threading.Event()
-    worker = threading.Thread(target=serve_generation, args=(stop,), daemon=True)
-    worker.start()
-    try:
+    with stand_in_worker(settings):
         page = Client().post("/ask/", {"question": QUESTION, "collection": "moss"})
-    finally:
-        stop.set()
-        worker.join(timeout=60)
     assert page.status_code == 200
     answer = Answer.objects.get()
     assert answer.state == Answer.DONE and answer.generated

@@ -13,8 +13,7 @@ from apps.models.registry import generator as load_generator
 from apps.provenance import faithfulness
 from apps.provenance.exact import ExactParams, exact_attribute
 from apps.provenance.fast import calibrated_params, fast_attribute
-from apps.provenance.layout import layout_build
-from apps.provenance.units import source_units
+from apps.provenance.units import unit_texts
 
 
 @pytest.fixture(scope="module")
@@ -39,16 +38,8 @@ def test_fast_mode_finds_the_copied_sentence_among_distractors(
     assert params.layer_weights, "the generator's calibration file is part of the project"
     right, total = 0.0, 0
     for case in cases:
-        units = source_units(case.sources)
-        layout = layout_build(
-            tokenizer=generator.tokenizer,
-            system=case.system,
-            user=case.user,
-            answer=case.answer,
-            sources=case.sources,
-            units=units,
-        )
-        texts = [case.sources[u.source]["text"][u.start : u.end] for u in units]
+        layout = faithfulness.case_layout(case, generator.tokenizer)
+        texts = unit_texts(case.sources, layout.units)
         attribution = fast_attribute(
             model=generator.model,
             model_name=generator.name,
@@ -66,15 +57,7 @@ def test_fast_mode_finds_the_copied_sentence_among_distractors(
 
 def test_exact_mode_finds_the_copied_sentence_by_ablation(generator: Generator, cases: list[faithfulness.Case]) -> None:
     case = cases[0]
-    units = source_units(case.sources)
-    layout = layout_build(
-        tokenizer=generator.tokenizer,
-        system=case.system,
-        user=case.user,
-        answer=case.answer,
-        sources=case.sources,
-        units=units,
-    )
+    layout = faithfulness.case_layout(case, generator.tokenizer)
     attribution = exact_attribute(
         model=generator.model, model_name=generator.name, layout=layout, params=ExactParams(ablations=24)
     )
