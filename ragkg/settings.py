@@ -50,9 +50,11 @@ INSTALLED_APPS = [
     "django_htmx",
     "apps.answers",
     "apps.core",
+    "apps.curation",
     "apps.graph",
     "apps.health",
     "apps.ingest",
+    "apps.ledger",
     "apps.models",
     "apps.observability",
     "apps.provenance",
@@ -138,8 +140,8 @@ WEB_THREADS = env_int("WEB_THREADS", 4, minimum=1)
 
 # --- which services the project's own scripts start --------------------------
 # Drop a name to use an external service instead (e.g. a Neo4j cluster).
-MANAGED_SERVICES = env_list("RAGKG_MANAGED_SERVICES", ["neo4j", "redis", "celery", "web"])
-_unknown_services = set(MANAGED_SERVICES) - {"neo4j", "redis", "celery", "web"}
+MANAGED_SERVICES = env_list("RAGKG_MANAGED_SERVICES", ["neo4j", "redis", "celery", "web", "chain"])
+_unknown_services = set(MANAGED_SERVICES) - {"neo4j", "redis", "celery", "web", "chain"}
 if _unknown_services:
     raise EnvError(f"RAGKG_MANAGED_SERVICES names unknown services: {', '.join(sorted(_unknown_services))}")
 
@@ -315,6 +317,37 @@ PROVENANCE_LEXICAL_WEIGHT = env_float("PROVENANCE_LEXICAL_WEIGHT", 0.5, minimum=
 PROVENANCE_EXACT_ABLATIONS = env_int("PROVENANCE_EXACT_ABLATIONS", 32, minimum=4)
 # How long `manage.py attribute --exact` waits for the gpu worker (seconds).
 PROVENANCE_EXACT_TIMEOUT = env_int("PROVENANCE_EXACT_TIMEOUT", 900, minimum=10)
+
+# --- knowledge change log and its chain anchors (docs/ledger.md) --------------------------
+# The EVM JSON-RPC endpoint; the default is the local anvil node scripts/services.py starts.
+CHAIN_RPC_URL = env_url("CHAIN_RPC_URL", "http://127.0.0.1:8545", ("http", "https"))
+CHAIN_PORT = urlsplit(CHAIN_RPC_URL).port or 8545
+# The chain id every transaction is signed for; a node reporting another id is refused.
+CHAIN_ID = env_int("CHAIN_ID", 31337, minimum=1)
+# The anchor contract. Empty: the one `manage.py ledger deploy` (or the first anchor) deployed.
+CHAIN_CONTRACT_ADDRESS = env_str("CHAIN_CONTRACT_ADDRESS", "")
+# The signing key (hex), or a file holding it. Both empty: anvil's first development
+# account, only while the chain is the local managed anvil node. Never logged.
+CHAIN_PRIVATE_KEY = env_str("CHAIN_PRIVATE_KEY", "")
+CHAIN_PRIVATE_KEY_FILE = env_str("CHAIN_PRIVATE_KEY_FILE", "")
+# Blocks on top of an anchor's block (itself included) before it counts as confirmed.
+CHAIN_CONFIRMATIONS = env_int("CHAIN_CONFIRMATIONS", 1, minimum=1)
+# Seconds one JSON-RPC call may take.
+CHAIN_TIMEOUT = env_float("CHAIN_TIMEOUT", 10.0, minimum=0.1)
+# Seconds between two anchoring rounds of the Celery beat task; 0: no periodic anchoring.
+LEDGER_ANCHOR_INTERVAL = env_int("LEDGER_ANCHOR_INTERVAL", 60, minimum=0)
+# The Celery worker that scripts/services.py starts runs the beat too (-B) when this is set.
+CELERY_BEAT_SCHEDULE = (
+    {
+        "ledger-anchor": {
+            "task": "ledger.anchor",
+            "schedule": float(LEDGER_ANCHOR_INTERVAL),
+            "options": {"queue": "ingest", "expires": float(LEDGER_ANCHOR_INTERVAL)},
+        }
+    }
+    if LEDGER_ANCHOR_INTERVAL
+    else {}
+)
 
 # --- health checks ------------------------------------------------------------------
 HEALTH_CHECK_TIMEOUT = env_float("HEALTH_CHECK_TIMEOUT", 3.0, minimum=0.1)

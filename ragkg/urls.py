@@ -8,5 +8,6 @@ urlpatterns = [
     path("", include("apps.ingest.urls")),
     path("", include("apps.answers.urls")),
     path("", include("apps.provenance.urls")),
+    path("", include("apps.ledger.urls")),
     path("", include("apps.core.urls")),
 ]

@@ -4,7 +4,8 @@
 #   2. the virtualenv (outside the clone, reused between runs) with requirements-dev.txt
 #      (and requirements-nodeps.txt, weight-only wheels installed without their dependencies),
 #   3. the embedded Neo4j (tools/neo4j, dependencies from Maven Central),
-#   4. a .env with a generated DJANGO_SECRET_KEY when there is none.
+#   4. the chain tools (tools/chain: the anvil node and the Solidity compiler, from npm),
+#   5. a .env with a generated DJANGO_SECRET_KEY when there is none.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -55,6 +56,16 @@ if [ "$(cat "$neo4j_stamp" 2>/dev/null)" != "$neo4j_want" ]; then
   echo "setup: building the embedded Neo4j (tools/neo4j)"
   mvn -q -B -Dstyle.color=never -f tools/neo4j/pom.xml -DskipTests package
   echo "$neo4j_want" >"$neo4j_stamp"
+fi
+
+# The chain tools (anvil, solc): reinstall when the npm lock file changes.
+chain_stamp="tools/chain/node_modules/.ragkg-install.sha256"
+chain_want=$(sha256sum tools/chain/package-lock.json | cut -d' ' -f1)
+if [ "$(cat "$chain_stamp" 2>/dev/null)" != "$chain_want" ]; then
+  command -v npm >/dev/null || { echo "setup: installing Node.js and npm"; apt-get update -qq && apt-get install -y -qq nodejs npm; }
+  echo "setup: installing the chain tools (tools/chain: anvil, solc)"
+  (cd tools/chain && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error)
+  echo "$chain_want" >"$chain_stamp"
 fi
 
 if [ ! -f .env ]; then

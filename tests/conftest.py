@@ -22,7 +22,7 @@ from apps.graph.driver import close_driver, get_driver
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 SERVICES = [sys.executable, str(BASE_DIR / "scripts" / "services.py")]
-LIVE = ["redis", "neo4j", "celery"]
+LIVE = ["redis", "neo4j", "chain", "celery"]
 
 
 def services(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
@@ -59,3 +59,14 @@ def empty_graph(neo4j_driver: Driver) -> Driver:
     """The test Neo4j with every node removed (the schema stays)."""
     neo4j_driver.execute_query("MATCH (n) DETACH DELETE n", database_=settings.NEO4J_DATABASE)
     return neo4j_driver
+
+
+@pytest.fixture(scope="session", autouse=True)
+def ledger_maintenance() -> Iterator[None]:
+    """Let the test harness empty the append-only change log between tests (apps/ledger/maintenance.py);
+    tests of the refusal itself turn it off with ``maintenance(False)``."""
+    from apps.ledger.maintenance import maintenance_set
+
+    maintenance_set(True)
+    yield
+    maintenance_set(False)

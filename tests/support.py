@@ -5,6 +5,7 @@ import socket
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -26,3 +27,21 @@ def manage(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
         text=True,
         timeout=300,
     )
+
+
+def anvil_rpc(method: str, params: list[Any]) -> Any:
+    """One plain JSON-RPC call to the test chain (settings.CHAIN_RPC_URL), for anvil's own methods:
+    ``evm_mine``, ``anvil_mine`` (``[blocks]``), ``evm_snapshot`` and ``evm_revert`` (``[snapshot id]``).
+    Returns the result; an error answer raises RuntimeError."""
+    import json
+    import urllib.request
+
+    from django.conf import settings
+
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}).encode()
+    request = urllib.request.Request(settings.CHAIN_RPC_URL, data=body, headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=10) as response:
+        answer = json.loads(response.read())
+    if "error" in answer:
+        raise RuntimeError(f"{method}: {answer['error']}")
+    return answer.get("result")

@@ -36,6 +36,9 @@ class Answer(models.Model):
     seeds = models.JSONField(default=list)  # the FAISS hits the expansion started from: id, label, score, space
     model_names = models.JSONField(default=dict)
     generation = models.JSONField(default=dict)  # tokens, seconds, first_token_ms, tokens_per_second
+    # The change log when the answer was given: tree_size, and per source document the entry
+    # (seq, leaf_hash) that put it in the knowledge base (apps.ledger.services.knowledge_stand).
+    ledger = models.JSONField(default=dict)
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
     finished_at = models.DateTimeField(null=True, blank=True)
 

@@ -22,6 +22,7 @@ from apps.answers import streams
 from apps.answers.models import Answer
 from apps.answers.pipeline import RetrievalParams, RetrievalTools, retrieve
 from apps.answers.types import STAGES, AnswerError, Retrieval
+from apps.ledger.services import knowledge_stand
 from apps.observability.metrics import answers_count, generation_observe
 from apps.observability.tracing import request_span
 from apps.provenance.services import answer_token_provenance
@@ -97,6 +98,7 @@ def answer_record(
             for seed in retrieval.seeds.hits
         ],
         model_names=model_names,
+        ledger=knowledge_stand(document_ids=[source.document_id for source in retrieval.sources]),
         finished_at=None if generate else timezone.now(),
     )
 
@@ -186,6 +188,7 @@ def answer_result(answer: Answer) -> dict[str, Any]:
         "analysis": answer.analysis,
         "generation": answer.generation,
         "models": answer.model_names,
+        "ledger": answer.ledger,
     }
 
 

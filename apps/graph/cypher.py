@@ -182,6 +182,87 @@ DETACH DELETE d
 """
 
 
+# --- the change log's view of the graph (apps.ledger) ------------------------------------
+# What a document version holds, read back so it can be hashed as the log hashed it.
+
+DOCUMENT_IDS_PAGE = "MATCH (d:Document) WHERE d.id > $after RETURN d.id AS id ORDER BY d.id LIMIT $limit"
+
+DOCUMENT_CONTENTS = """
+UNWIND $ids AS id
+MATCH (d:Document {id: id})
+CALL (d) { OPTIONAL MATCH (d)-[:HAS_CHUNK]->(c:Chunk) RETURN collect([c.id, c.text]) AS chunks }
+CALL (d) { OPTIONAL MATCH (d)-[:HAS_IMAGE]->(i:Image) RETURN collect([i.id, i.sha256]) AS images }
+CALL (d) { OPTIONAL MATCH (d)-[:HAS_TABLE]->(:Table)-[:HAS_ROW]->(r:Row) RETURN collect([r.id, r.text]) AS rows }
+RETURN d {.id, .collection, .path, .title, .mime, .sha256, .size} AS document, chunks, images, rows
+"""
+
+ENTITIES_READ = "UNWIND $ids AS id MATCH (e:Entity {id: id}) RETURN e.id AS id, e.name AS name, e.type AS type"
+
+RELATIONS_READ = """
+UNWIND $rows AS row
+MATCH (:Entity {id: row.source})-[r:RELATED {predicate: row.predicate}]->(:Entity {id: row.target})
+RETURN row.source AS source, row.predicate AS predicate, row.target AS target, coalesce(r.status, 'proposed') AS status
+"""
+
+# --- curation: each statement applies one logged change, and applying it twice changes nothing -----
+
+ENTITY_RENAME = """
+MATCH (e:Entity {id: $id})
+SET e.aliases = CASE WHEN e.name = $name OR e.name IN e.aliases THEN e.aliases ELSE e.aliases + e.name END
+SET e.name = $name
+SET e.aliases = [a IN e.aliases WHERE a <> $name]
+SET e.aliases_text = reduce(s = e.name, a IN e.aliases | s + ' ' + a)
+RETURN e.id AS id
+"""
+
+# Mentions and relations of $drop move to $keep; its names become aliases of $keep; $drop goes.
+ENTITY_MERGE = """
+MATCH (keep:Entity {id: $keep}), (drop:Entity {id: $drop})
+WHERE keep <> drop
+CALL (keep, drop) {
+  MATCH (u)-[m:MENTIONS]->(drop)
+  CREATE (u)-[:MENTIONS {start: m.start, end: m.end, sentence: m.sentence}]->(keep)
+  DELETE m
+}
+CALL (keep, drop) {
+  MATCH (drop)-[r:RELATED]->(other) WHERE other <> keep
+  MERGE (keep)-[n:RELATED {predicate: r.predicate}]->(other)
+  ON CREATE SET n.evidence = [], n.documents = []
+  SET n.evidence = n.evidence + [x IN r.evidence WHERE NOT x IN n.evidence],
+      n.documents = n.documents + [x IN r.documents WHERE NOT x IN n.documents],
+      n.status = coalesce(n.status, r.status)
+  SET n.weight = size(n.evidence)
+}
+CALL (keep, drop) {
+  MATCH (other)-[r:RELATED]->(drop) WHERE other <> keep
+  MERGE (other)-[n:RELATED {predicate: r.predicate}]->(keep)
+  ON CREATE SET n.evidence = [], n.documents = []
+  SET n.evidence = n.evidence + [x IN r.evidence WHERE NOT x IN n.evidence],
+      n.documents = n.documents + [x IN r.documents WHERE NOT x IN n.documents],
+      n.status = coalesce(n.status, r.status)
+  SET n.weight = size(n.evidence)
+}
+SET keep.aliases = keep.aliases + [a IN [drop.name] + drop.aliases WHERE a <> keep.name AND NOT a IN keep.aliases],
+    keep.documents = keep.documents + [x IN drop.documents WHERE NOT x IN keep.documents]
+SET keep.aliases_text = reduce(s = keep.name, a IN keep.aliases | s + ' ' + a)
+DETACH DELETE drop
+RETURN keep.id AS id
+"""
+
+ENTITY_DELETE = "MATCH (e:Entity {id: $id}) DETACH DELETE e RETURN count(*) AS deleted"
+
+RELATION_STATUS_SET = """
+MATCH (:Entity {id: $source})-[r:RELATED {predicate: $predicate}]->(:Entity {id: $target})
+SET r.status = $status
+RETURN count(r) AS updated
+"""
+
+RELATION_DELETE = """
+MATCH (:Entity {id: $source})-[r:RELATED {predicate: $predicate}]->(:Entity {id: $target})
+DELETE r
+RETURN count(*) AS deleted
+"""
+
 # --- vectors: the graph nodes that carry FAISS vectors (apps.vectors) -------------------
 # Each unit label is read with its document's collection and the property that is embedded
 # (text for the text space, the stored file's path for the CLIP space). Pages are walked in
@@ -310,7 +391,7 @@ CALL (e) {
   RETURN e AS via, null AS predicate, 0 AS weight, 0 AS via_degree
   UNION ALL
   MATCH (e)-[r:RELATED]-(other:Entity)
-  WHERE other <> e AND NOT other.type IN $skip_types
+  WHERE other <> e AND NOT other.type IN $skip_types AND coalesce(r.status, '') <> 'rejected'
   WITH other, max(r.weight) AS weight, collect(r.predicate)[0] AS predicate
   ORDER BY weight DESC, other.id LIMIT $related_fanout * 4
   WITH other, weight, predicate, COUNT { (other)<-[:MENTIONS]-() } AS via_degree

@@ -38,6 +38,9 @@ from apps.ingest.models import Document
 from apps.ingest.parsing import parse_upload
 from apps.ingest.timing import StageTimer
 from apps.ingest.types import IngestError, Limits, ParsedDocument
+from apps.ledger.content import Content, document_content, document_subject, text_digest
+from apps.ledger.graph import document_contents
+from apps.ledger.services import Change, entries_append, subjects_latest
 from apps.vectors.config import spaces_in_use
 
 logger = logging.getLogger(__name__)
@@ -120,13 +123,16 @@ class _Tools:
     extractor: EntityExtractor
     models: ModelSet
     timer: StageTimer
+    actor: str = "system:ingest"
 
 
 def _batch_start(*, tools: _Tools, parsed: Sequence[ParsedDocument], collection: str) -> _Batch:
     """Sort out unchanged documents, chunk the rest, describe their images, start entity extraction."""
     timer = tools.timer
     batch = _Batch(parsed=parsed, collection=collection, pending={}, outcomes={})
-    batch.pending = _pending(driver=tools.driver, parsed=parsed, collection=collection, outcomes=batch.outcomes)
+    batch.pending = _pending(
+        driver=tools.driver, parsed=parsed, collection=collection, outcomes=batch.outcomes, actor=tools.actor
+    )
     with timer.stage("images"):
         for item in batch.pending.values():
             item.images = [image_store(image=image, document_id=item.document_id) for image in item.parsed.images]
@@ -185,7 +191,7 @@ def _batch_write(*, tools: _Tools, batch: _Batch) -> list[FileOutcome]:
             outcomes[index] = FileOutcome(item.parsed.path, FAILED, error_code="graph_write_failed", error=error)
     written = [item for item in items if item.document_id not in failed]
     with timer.stage("record"):
-        _record(collection=batch.collection, pending=written)
+        _record(driver=tools.driver, collection=batch.collection, pending=written, actor=tools.actor)
     with timer.stage("index_write"):
         unit_vectors_store(
             spaces=vector_spaces(tools.models),
@@ -207,6 +213,7 @@ def documents_ingest(
     extractor: EntityExtractor,
     models: ModelSet | None = None,
     timer: StageTimer | None = None,
+    actor: str = "system:ingest",
 ) -> list[FileOutcome]:
     """Put a batch of parsed documents into the graph and the vector indexes, one outcome per document.
 
@@ -215,14 +222,14 @@ def documents_ingest(
     if that fails, each document is retried alone, so one bad document fails
     by itself and leaves no trace.
     """
-    tools = _Tools(driver, extractor, models or default_models(), timer or StageTimer())
+    tools = _Tools(driver, extractor, models or default_models(), timer or StageTimer(), actor)
     batch = _batch_start(tools=tools, parsed=parsed, collection=collection)
     _batch_analyse(batch=batch, timer=tools.timer)
     return _batch_write(tools=tools, batch=batch)
 
 
 def _pending(
-    *, driver: Driver, parsed: Sequence[ParsedDocument], collection: str, outcomes: dict[int, FileOutcome]
+    *, driver: Driver, parsed: Sequence[ParsedDocument], collection: str, outcomes: dict[int, FileOutcome], actor: str
 ) -> dict[int, _Pending]:
     """The documents of the batch that need writing; fills ``outcomes`` for the rest."""
     ids = [document_id(collection=collection, sha256=doc.sha256) for doc in parsed]
@@ -237,7 +244,7 @@ def _pending(
     for index, (doc, doc_id) in enumerate(zip(parsed, ids, strict=True)):
         if doc_id in in_graph or doc_id in seen:
             if doc_id not in rows and doc_id not in seen:
-                _record(collection=collection, pending=[_Pending(doc, doc_id, None)])
+                _record(driver=driver, collection=collection, pending=[_Pending(doc, doc_id, None)], actor=actor)
             outcomes[index] = FileOutcome(doc.path, UNCHANGED, doc_id, rows[doc_id].counts if doc_id in rows else {})
             continue
         seen.add(doc_id)
@@ -274,8 +281,38 @@ def _write_all_or_each(*, driver: Driver, pending: list[_Pending]) -> tuple[dict
     return failures, removed
 
 
-def _record(*, collection: str, pending: Sequence[_Pending]) -> None:
-    """The relational rows of documents now in the graph (replacing older versions)."""
+def _graph_content(graph: DocumentGraph) -> Content:
+    """A written document version as the change log hashes it (apps.ledger.content)."""
+    units = [
+        *((str(row["id"]), text_digest(str(row["text"]))) for row in [*graph.chunks, *graph.rows]),
+        *((str(row["id"]), str(row["sha256"])) for row in graph.images),
+    ]
+    return document_content(document=graph.document, units=units)
+
+
+def _changes(*, driver: Driver, collection: str, pending: Sequence[_Pending]) -> list[Change]:
+    """One change-log entry per document version now in the graph: ingested, or updated when it
+    replaces an earlier version of its path."""
+    from_graph = document_contents(
+        driver=driver, document_ids=[item.document_id for item in pending if item.graph is None]
+    )
+    subjects = [document_subject(collection=collection, path=item.parsed.path) for item in pending]
+    latest = subjects_latest(kind="Document", subject_ids=subjects)
+    changes = []
+    for item, subject in zip(pending, subjects, strict=True):
+        after = _graph_content(item.graph) if item.graph is not None else from_graph.get(item.document_id)
+        if after is None:
+            continue  # no longer in the graph: nothing to record
+        before = latest.get(subject)
+        action = "document.updated" if before is not None else "document.ingested"
+        changes.append(Change(action, "Document", subject, before, after, ref=item.document_id))
+    return changes
+
+
+def _record(*, driver: Driver, collection: str, pending: Sequence[_Pending], actor: str) -> None:
+    """The relational rows of documents now in the graph (replacing older versions), with their
+    change-log entries, in one transaction."""
+    changes = _changes(driver=driver, collection=collection, pending=pending)
     rows = [
         Document(
             id=item.document_id,
@@ -298,6 +335,7 @@ def _record(*, collection: str, pending: Sequence[_Pending]) -> None:
             unique_fields=["id"],
             update_fields=["collection", "path", "title", "mime", "sha256", "size", "counts", "updated_at"],
         )
+        entries_append(actor=actor, changes=changes)
 
 
 def uploads_ingest(
@@ -310,13 +348,14 @@ def uploads_ingest(
     timer: StageTimer | None = None,
     batch_size: int | None = None,
     on_batch: Callable[[int], None] | None = None,
+    actor: str = "system:ingest",
 ) -> list[FileOutcome]:
     """Parse uploads (a zip may hold many documents) and ingest them in batches.
 
     Bad input becomes a ``failed`` outcome with a specific error; the other
     documents are still ingested, and nothing else in the graph is touched.
     """
-    tools = _Tools(driver, extractor, models or default_models(), timer or StageTimer())
+    tools = _Tools(driver, extractor, models or default_models(), timer or StageTimer(), actor)
     size = batch_size or settings.INGEST_BATCH_SIZE
     outcomes: list[FileOutcome] = []
     batch: list[ParsedDocument] = []
@@ -387,17 +426,36 @@ def upload_ingest(
     extractor: EntityExtractor,
     models: ModelSet | None = None,
     timer: StageTimer | None = None,
+    actor: str = "system:ingest",
 ) -> list[FileOutcome]:
     """One upload; see :func:`uploads_ingest`."""
     return uploads_ingest(
-        driver=driver, uploads=[(name, data)], collection=collection, extractor=extractor, models=models, timer=timer
+        driver=driver,
+        uploads=[(name, data)],
+        collection=collection,
+        extractor=extractor,
+        models=models,
+        timer=timer,
+        actor=actor,
     )
 
 
-def document_delete(*, driver: Driver, document_id: str) -> bool:
-    """Delete a document, everything only it supported and its vectors; return whether it existed."""
+def document_delete(*, driver: Driver, document_id: str, actor: str = "system") -> bool:
+    """Delete a document, everything only it supported and its vectors; return whether it existed.
+
+    The row goes with its change-log entry in one transaction; the graph follows (deleting an
+    absent document changes nothing, so a failed graph delete is finished by calling this again).
+    """
+    with transaction.atomic():
+        row = Document.objects.filter(id=document_id).first()
+        deleted = 0
+        if row is not None:
+            subject = document_subject(collection=row.collection, path=row.path)
+            before = subjects_latest(kind="Document", subject_ids=[subject]).get(subject)
+            deleted, _ = Document.objects.filter(id=document_id).delete()
+            change = Change("document.deleted", "Document", subject, before, None, ref=document_id)
+            entries_append(actor=actor, changes=[change])
     units = document_graph_delete(driver=driver, document_id=document_id)
-    deleted, _ = Document.objects.filter(id=document_id).delete()
     if units:
         unit_vectors_store(spaces=spaces_in_use(), added=[], removed_units=units)
     return units is not None or deleted > 0

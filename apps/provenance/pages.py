@@ -17,6 +17,7 @@ from django.db.models import Exists, OuterRef, QuerySet
 from apps.answers.expansion import question_entity_ids
 from apps.answers.models import Answer
 from apps.answers.types import STAGES
+from apps.ledger.pages import answer_knowledge_log
 from apps.provenance.models import AttributionRecord
 from apps.provenance.services import provenance_record
 from apps.provenance.types import EXACT, FAST
@@ -250,5 +251,6 @@ def answer_page_context(answer: Answer) -> dict[str, Any]:
         "sources": sources,
         "seeds": [{**seed, "source": seed_sources.get(seed["id"])} for seed in record["retrieval"]["seeds"] or []],
         "timings": _timings(record["retrieval"]["timings_ms"] or {}),
+        "knowledge_log": answer_knowledge_log(ledger=answer.ledger, sources=record["sources"]),
         "audit_data": {"tokens": tokens, "sources": sources, "exact": exact is not None},
     }

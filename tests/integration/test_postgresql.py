@@ -72,3 +72,36 @@ def test_postgresql_down_is_named_with_its_fix() -> None:
     assert check["status"] == "down"
     assert "OperationalError" in check["detail"]
     assert check["fix"] == "start PostgreSQL at DATABASE_URL (or fix DATABASE_URL), then make migrate"
+
+
+APPEND_ONLY_PROBE = """
+from django.db import DatabaseError, connection, transaction
+from apps.ledger.content import entity_content
+from apps.ledger.services import Change, entries_append
+from apps.ledger.verify import log_verify
+before = entity_content(entity_id="e", name="a", type_="ORG")
+after = entity_content(entity_id="e", name="b", type_="ORG")
+with transaction.atomic():
+    entries_append(actor="probe", changes=[Change("entity.renamed", "Entity", "e", before, after)])
+for statement in (
+    "UPDATE ledger_changeentry SET actor = 'mallory'",
+    "DELETE FROM ledger_changeentry",
+    "TRUNCATE ledger_changeentry CASCADE",
+    "UPDATE ledger_snapshot SET content = '{}'",
+):
+    try:
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute(statement)
+        print("ALLOWED", statement)
+    except DatabaseError as exc:
+        print("REFUSED", "append-only" in str(exc))
+print("VERIFY", log_verify(chain=None).ok)
+"""
+
+
+def test_the_change_log_is_append_only_on_postgresql(postgres_url: str) -> None:
+    assert manage("migrate", "--noinput", DATABASE_URL=postgres_url).returncode == 0
+    probe = manage("shell", "-c", APPEND_ONLY_PROBE, DATABASE_URL=postgres_url)
+    assert probe.returncode == 0, probe.stderr
+    lines = probe.stdout.split("\n")
+    assert lines.count("REFUSED True") == 4 and "VERIFY True" in lines, probe.stdout

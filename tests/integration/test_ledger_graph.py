@@ -1,0 +1,180 @@
+"""The change log against the real Neo4j: ingestion, curation and deletion write entries, the
+graph follows them, and ``ledger verify --graph`` notices a graph changed behind ragkg's back."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+from neo4j import Driver, GraphDatabase
+from pytest_django.fixtures import Settings
+
+from apps.curation.services import CurationError, entity_delete, entity_merge, entity_rename, relation_review
+from apps.ingest.services import default_extractor, document_delete, upload_ingest
+from apps.ledger.content import content_hash
+from apps.ledger.graph import document_contents, graph_changes_apply
+from apps.ledger.models import ChangeEntry, GraphChange
+from apps.ledger.services import snapshot
+from apps.ledger.verify import log_verify
+from tests.support import free_port
+
+pytestmark = [pytest.mark.integration, pytest.mark.django_db]
+
+ADA = (
+    "Ada Lovelace worked with Charles Babbage in London. "
+    "Charles Babbage designed the Analytical Engine. "
+    "Lovelace published the first algorithm in 1843."
+)
+BABBAGE = "Charles Babbage was born in London. He taught at Cambridge University."
+
+
+@pytest.fixture(autouse=True)
+def vectors_dir(tmp_path: Path, settings: Settings) -> Path:
+    settings.VECTORS_DIR = tmp_path / "vectors"
+    return Path(settings.VECTORS_DIR)
+
+
+def ingest(driver: Driver, name: str, text: str, actor: str = "user:ana") -> str:
+    [outcome] = upload_ingest(
+        driver=driver, name=name, data=text.encode(), collection="lab", extractor=default_extractor(), actor=actor
+    )
+    assert outcome.document_id, outcome
+    return outcome.document_id
+
+
+def entity_ids(driver: Driver) -> dict[str, str]:
+    records, _, _ = driver.execute_query("MATCH (e:Entity) RETURN e.name AS name, e.id AS id")
+    return {record["name"]: record["id"] for record in records}
+
+
+def entries() -> list[tuple[str, str, str]]:
+    return list(ChangeEntry.objects.order_by("seq").values_list("action", "subject_id", "actor"))
+
+
+def graph_ok(driver: Driver) -> None:
+    report = log_verify(chain=None, driver=driver)
+    assert report.ok, report.problems
+
+
+def test_ingesting_updating_and_deleting_a_document_write_entries_the_graph_agrees_with(empty_graph: Driver) -> None:
+    first = ingest(empty_graph, "ada.txt", ADA)
+    assert entries() == [("document.ingested", "lab/ada.txt", "user:ana")]
+    logged = ChangeEntry.objects.get(seq=0)
+    assert logged.ref == first and logged.before is None
+    assert content_hash(document_contents(driver=empty_graph, document_ids=[first])[first]) == logged.after
+    graph_ok(empty_graph)
+
+    ingest(empty_graph, "ada.txt", ADA)  # the same bytes again: nothing changed, nothing logged
+    second = ingest(empty_graph, "ada.txt", ADA + " She died in 1852.", actor="user:bo")
+    assert entries()[1:] == [("document.updated", "lab/ada.txt", "user:bo")]
+    updated = ChangeEntry.objects.get(seq=1)
+    assert updated.before == logged.after and updated.ref == second
+    graph_ok(empty_graph)
+
+    assert document_delete(driver=empty_graph, document_id=second, actor="curator:cy")
+    assert entries()[2:] == [("document.deleted", "lab/ada.txt", "curator:cy")]
+    deleted = ChangeEntry.objects.get(seq=2)
+    assert deleted.before == updated.after and deleted.after is None
+    graph_ok(empty_graph)
+
+
+def test_curation_is_logged_first_and_applied_to_the_graph(empty_graph: Driver) -> None:
+    ingest(empty_graph, "ada.txt", ADA)
+    ingest(empty_graph, "babbage.txt", BABBAGE)
+    ids = entity_ids(empty_graph)
+    babbage, lovelace, ada = ids["Charles Babbage"], ids["Lovelace"], ids["Ada Lovelace"]
+
+    renamed = entity_rename(driver=empty_graph, entity_id=babbage, name="Charles  Babbage FRS", actor="curator:ana")
+    assert renamed.applied
+    records, _, _ = empty_graph.execute_query(
+        "MATCH (e:Entity {id: $id}) RETURN e.name AS name, e.aliases AS aliases", id=babbage
+    )
+    assert records[0]["name"] == "Charles Babbage FRS" and "Charles Babbage" in records[0]["aliases"]
+
+    merged = entity_merge(driver=empty_graph, keep=ada, drop=lovelace, actor="curator:ana")
+    assert merged.applied and lovelace not in entity_ids(empty_graph)
+    records, _, _ = empty_graph.execute_query(
+        "MATCH (e:Entity {id: $id}) RETURN e.aliases AS aliases, COUNT { ()-[:MENTIONS]->(e) } AS mentions", id=ada
+    )
+    assert "Lovelace" in records[0]["aliases"] and records[0]["mentions"] >= 2
+    after = snapshot(ChangeEntry.objects.get(seq=merged.seq).after)
+    assert after is not None and after["merged_into"] == ada
+
+    relation, _, _ = empty_graph.execute_query(
+        "MATCH (a:Entity)-[r:RELATED]->(b:Entity) RETURN a.id AS a, r.predicate AS p, b.id AS b LIMIT 1"
+    )
+    source, predicate, target = relation[0]["a"], relation[0]["p"], relation[0]["b"]
+    relation_review(
+        driver=empty_graph, source=source, predicate=predicate, target=target, approve=False, actor="curator:ana"
+    )
+    with pytest.raises(CurationError, match="already rejected"):
+        relation_review(driver=empty_graph, source=source, predicate=predicate, target=target, approve=False, actor="x")
+
+    entity_delete(driver=empty_graph, entity_id=ids["London"], actor="curator:ana")
+    assert "London" not in entity_ids(empty_graph)
+    actions = [action for action, _, _ in entries()]
+    assert actions == [
+        "document.ingested",
+        "document.ingested",
+        "entity.renamed",
+        "entity.merged",
+        "relation.rejected",
+        "entity.deleted",
+    ]
+    graph_ok(empty_graph)
+    with pytest.raises(CurationError, match="no entity"):
+        entity_rename(driver=empty_graph, entity_id="no-such-entity", name="x", actor="x")
+
+
+def test_a_curation_change_waits_for_neo4j_and_is_applied_later(empty_graph: Driver) -> None:
+    ingest(empty_graph, "babbage.txt", BABBAGE)
+    babbage = entity_ids(empty_graph)["Charles Babbage"]
+    with GraphDatabase.driver(f"bolt://127.0.0.1:{free_port()}", auth=("neo4j", "x"), connection_timeout=1) as away:
+        # The rename reads the entity through the live driver, then Neo4j "goes away" for the write.
+        from django.db import transaction
+
+        from apps.ledger.content import entity_content
+        from apps.ledger.services import Change, entries_append
+
+        before = entity_content(entity_id=babbage, name="Charles Babbage", type_="PERSON")
+        records, _, _ = empty_graph.execute_query("MATCH (e:Entity {id: $id}) RETURN e.type AS type", id=babbage)
+        before["type"] = records[0]["type"]
+        after = {**before, "name": "C. Babbage"}
+        operation = {"cypher": "ENTITY_RENAME", "params": {"id": babbage, "name": "C. Babbage"}}
+        with transaction.atomic():
+            entries_append(
+                actor="curator:ana",
+                changes=[Change("entity.renamed", "Entity", babbage, before, after, operation=operation)],
+            )
+        assert graph_changes_apply(driver=away) == (0, 1)
+    pending = GraphChange.objects.get()
+    assert pending.attempts == 1 and pending.error
+    report = log_verify(chain=None, driver=empty_graph)
+    assert "not applied yet" in report.problems[0].message
+    assert graph_changes_apply(driver=empty_graph) == (1, 0)
+    assert "C. Babbage" in entity_ids(empty_graph)
+    graph_ok(empty_graph)
+
+
+def test_verify_graph_names_what_was_changed_behind_ragkgs_back(empty_graph: Driver) -> None:
+    ingest(empty_graph, "ada.txt", ADA)
+    ingest(empty_graph, "babbage.txt", BABBAGE)
+    babbage = entity_ids(empty_graph)["Charles Babbage"]
+    entity_rename(driver=empty_graph, entity_id=babbage, name="Charles Babbage FRS", actor="curator:ana")
+    graph_ok(empty_graph)
+
+    empty_graph.execute_query(
+        "MATCH (d:Document {path: 'babbage.txt'})-[:HAS_CHUNK]->(c:Chunk) SET c.text = 'He taught at Oxford.'"
+    )
+    empty_graph.execute_query("MATCH (e:Entity {id: $id}) SET e.name = 'Someone Else'", id=babbage)
+    empty_graph.execute_query(
+        "CREATE (:Document {id: 'smuggled', collection: 'lab', path: 'smuggled.txt', sha256: 'x'})"
+    )
+    report = log_verify(chain=None, driver=empty_graph)
+    messages = [problem.message for problem in report.problems]
+    assert report.problems[0].seq == 1 and "document lab/babbage.txt in the graph differs from entry #1" in messages[0]
+    assert any("entity" in m and "differs from entry #2" in m for m in messages)
+    assert any("lab/smuggled.txt (smuggled) is in the graph but not in the log" in m for m in messages)
+    assert len(messages) == 3
+    assert settings.NEO4J_DATABASE  # the test Neo4j, never a development one
