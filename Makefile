@@ -13,14 +13,14 @@ WITH_ENV := bash scripts/with-env.sh
 # and state under var/test, so it never touches a running development stack.
 LINT_ENV := DJANGO_DEBUG=1 DJANGO_SECRET_KEY=lint
 
-.PHONY: help setup run up down status doctor migrate graph-schema test test-unit lint format bench-ingest bench-vectors bench-answers bench-multihop bench-quality bench-attribution attribution-calibrate
+.PHONY: help setup run up down status doctor migrate graph-schema test test-unit lint format bench-ingest bench-vectors bench-answers bench-multihop bench-quality bench-attribution bench-ledger attribution-calibrate
 
 help:
 	@echo "make run      set up this machine, start everything, serve http://127.0.0.1:8000"
 	@echo "make test     run the whole test suite (lint, unit and integration, real services)"
 	@echo "make up       start Neo4j, Redis, the Celery worker and the web server in the background"
 	@echo "make down     stop exactly what 'make up' started"
-	@echo "make status | doctor | migrate | graph-schema | lint | format | bench-ingest | bench-vectors | bench-answers | bench-multihop | bench-quality | bench-attribution | attribution-calibrate"
+	@echo "make status | doctor | migrate | graph-schema | lint | format | bench-ingest | bench-vectors | bench-answers | bench-multihop | bench-quality | bench-attribution | bench-ledger | attribution-calibrate"
 
 setup:
 	@RAGKG_VENV="$(VENV)" bash scripts/bootstrap.sh
@@ -105,6 +105,12 @@ bench-attribution: setup
 	env DJANGO_DEBUG=1 RAGKG_STATE_DIR=var/bench-attribution DATABASE_URL= $(PY) manage.py migrate -v 0
 	env DJANGO_DEBUG=1 RAGKG_STATE_DIR=var/bench-attribution DATABASE_URL= $(PY) benchmarks/attribution_faithfulness.py $(BENCH_ARGS)
 	env DJANGO_DEBUG=1 RAGKG_STATE_DIR=var/bench-attribution DATABASE_URL= $(PY) benchmarks/attribution_storage.py
+
+# The change log at 100k entries: append rate, tree head, proofs, offline verification (a throwaway SQLite).
+bench-ledger: setup
+	rm -rf var/bench-ledger && mkdir -p var/bench-ledger
+	env DJANGO_DEBUG=1 RAGKG_STATE_DIR=var/bench-ledger DATABASE_URL= $(PY) manage.py migrate -v 0
+	env DJANGO_DEBUG=1 RAGKG_STATE_DIR=var/bench-ledger DATABASE_URL= $(PY) benchmarks/ledger_scale.py $(BENCH_ARGS)
 
 # Fit fast attribution's layer weights for the generator (apps/provenance/calibration/<model>.json).
 attribution-calibrate: setup

@@ -24,6 +24,7 @@ from apps.answers.services import GRAPH_DOWN, answer_ask
 from apps.answers.tools import default_tools, retrieval_params
 from apps.answers.types import STAGES, AnswerError
 from apps.ingest.services import default_extractor, upload_ingest
+from apps.ledger.models import ChangeEntry
 from apps.models.registry import generator
 from apps.observability.tracing import finished_spans, tracing_reset
 from apps.provenance.models import AttributionRecord
@@ -143,6 +144,13 @@ def test_api_returns_the_ranked_evidence_without_generation(corpus: dict[str, st
     assert [s["score"] for s in result["sources"]] == sorted((s["score"] for s in result["sources"]), reverse=True)
     stored = Answer.objects.get(id=result["answer_id"])
     assert stored.sources == result["sources"] and not stored.generate
+    # The answer stands on the change log: its size then, and the entry that brought each source in.
+    entries = {row.ref: row for row in ChangeEntry.objects.filter(action="document.ingested")}
+    assert result["ledger"]["tree_size"] == ChangeEntry.objects.count() == len(corpus)
+    for source in result["sources"]:
+        logged = result["ledger"]["sources"][source["document_id"]]
+        entry = entries[source["document_id"]]
+        assert logged == {"seq": entry.seq, "leaf_hash": entry.leaf_hash}
 
 
 def test_api_rejects_bad_requests_with_a_clear_message() -> None:

@@ -5,6 +5,7 @@ sending and confirming, a reorganisation dropping an anchor, and tampering with 
 from __future__ import annotations
 
 import base64
+import io
 import json
 import subprocess
 import sys
@@ -13,6 +14,7 @@ from typing import Any
 
 import pytest
 from django.conf import settings
+from django.core.management import CommandError, call_command
 from django.db import connection, transaction
 from pytest_django.fixtures import Settings
 
@@ -207,3 +209,35 @@ def test_a_reorganisation_that_drops_an_anchor_is_noticed_and_the_anchor_resent(
     assert confirmed(4).tx_hash != pending.tx_hash or confirmed(4).block_hash != pending.block_hash
     assert [size for size, _ in anchored_events(contract)] == [2, 4]
     assert log_verify(chain=chain_from_settings()).ok
+
+
+def run(*args: str) -> tuple[int, str]:
+    out = io.StringIO()
+    try:
+        call_command("ledger", *args, stdout=out)
+    except SystemExit as exc:
+        return int(exc.code or 0), out.getvalue()
+    return 0, out.getvalue()
+
+
+def test_the_ledger_command_deploys_anchors_verifies_and_writes_proofs(tmp_path: Path) -> None:
+    code, out = run("deploy")
+    assert code == 0 and out.startswith("anchor contract: 0x")
+    append(4)
+    code, out = run("anchor")
+    assert code == 0 and json.loads(out)["confirmed"] == [4]
+    status = json.loads(run("status", "--json")[1])
+    assert status["tree_size"] == 4 and status["anchors"][0]["state"] == "confirmed"
+    code, out = run("verify", "--json")
+    assert code == 0 and json.loads(out)["ok"] and json.loads(out)["anchors_checked"] == 1
+    bundle = tmp_path / "proof-2.json"
+    assert run("proof", "2", "--out", str(bundle))[0] == 0
+    assert json.loads(bundle.read_text())["leaf_index"] == 2
+    assert run("apply")[1].startswith("0 graph change(s) applied, 0 pending")
+
+    with connection.cursor() as cursor:
+        cursor.execute("UPDATE ledger_changeentry SET subject_id = 'e-forged' WHERE seq = 2")
+    code, out = run("verify")
+    assert code == 1 and "first: entry #2 no longer matches its leaf hash" in out
+    with pytest.raises(CommandError, match="no change-log entry #99"):
+        call_command("ledger", "proof", "99")

@@ -22,3 +22,42 @@ def test_worker_shutdown_closes_the_neo4j_driver() -> None:
         assert driver_is_open()
         signal.send(sender=None)
         assert not driver_is_open()
+
+
+BEAT_PROBE = """
+import importlib.util, json, sys, django
+django.setup()
+from django.conf import settings
+spec = importlib.util.spec_from_file_location("services", "scripts/services.py")
+services = importlib.util.module_from_spec(spec)
+sys.modules["services"] = services
+spec.loader.exec_module(services)
+print(json.dumps({"schedule": settings.CELERY_BEAT_SCHEDULE, "command": services.celery_command()}))
+"""
+
+
+def _beat(interval: str) -> dict[str, object]:
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from tests.support import BASE_DIR
+
+    env = {**os.environ, "LEDGER_ANCHOR_INTERVAL": interval}
+    result = subprocess.run(
+        [sys.executable, "-c", BEAT_PROBE], cwd=BASE_DIR, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stderr
+    return dict(json.loads(result.stdout.strip().splitlines()[-1]))
+
+
+def test_the_worker_runs_the_anchoring_beat_when_an_interval_is_set() -> None:
+    on = _beat("30")
+    assert on["schedule"] == {
+        "ledger-anchor": {"task": "ledger.anchor", "schedule": 30.0, "options": {"queue": "ingest", "expires": 30.0}}
+    }
+    command = list(on["command"])  # type: ignore[call-overload]
+    assert "-B" in command and command[command.index("-s") + 1].endswith("run/celerybeat-schedule")
+    off = _beat("0")
+    assert off["schedule"] == {} and "-B" not in list(off["command"])  # type: ignore[call-overload]
