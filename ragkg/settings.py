@@ -48,6 +48,7 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "django_htmx",
+    "apps.accounts",
     "apps.answers",
     "apps.core",
     "apps.curation",
