@@ -7,11 +7,13 @@ from pathlib import Path
 
 import pytest
 from django.conf import settings
+from django.db import connection
 from neo4j import Driver, GraphDatabase
 from pytest_django.fixtures import Settings
 
 from apps.curation.services import CurationError, entity_delete, entity_merge, entity_rename, relation_review
 from apps.ingest.services import default_extractor, document_delete, upload_ingest
+from apps.ledger.adopt import documents_adopt
 from apps.ledger.content import content_hash
 from apps.ledger.graph import document_contents, graph_changes_apply
 from apps.ledger.models import ChangeEntry, GraphChange
@@ -178,3 +180,16 @@ def test_verify_graph_names_what_was_changed_behind_ragkgs_back(empty_graph: Dri
     assert any("lab/smuggled.txt (smuggled) is in the graph but not in the log" in m for m in messages)
     assert len(messages) == 3
     assert settings.NEO4J_DATABASE  # the test Neo4j, never a development one
+
+
+def test_documents_from_before_the_log_are_adopted(empty_graph: Driver) -> None:
+    ingest(empty_graph, "ada.txt", ADA)
+    ingest(empty_graph, "babbage.txt", BABBAGE)
+    with connection.cursor() as cursor:  # as if both had been ingested before the log existed
+        cursor.execute("DELETE FROM ledger_changeentry")
+        cursor.execute("DELETE FROM ledger_ledgerhead")
+    assert len(log_verify(chain=None, driver=empty_graph).problems) == 2
+    assert sorted(documents_adopt(driver=empty_graph)) == ["lab/ada.txt", "lab/babbage.txt"]
+    assert documents_adopt(driver=empty_graph) == []
+    assert set(ChangeEntry.objects.values_list("actor", flat=True)) == {"system:adopt"}
+    graph_ok(empty_graph)

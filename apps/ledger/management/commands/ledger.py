@@ -29,6 +29,9 @@ class Command(BaseCommand):
         proof.add_argument("entry", type=int, help="the entry's sequence number")
         proof.add_argument("--out", help="file to write (default: standard output)")
         sub.add_parser("apply", help="apply the graph changes still pending behind their entries")
+        sub.add_parser(
+            "adopt", help="log the documents in the graph that no entry accounts for (ingested before the log)"
+        )
         status = sub.add_parser("status", help="tree head and anchors")
         status.add_argument("--json", action="store_true")
 
@@ -87,6 +90,13 @@ class Command(BaseCommand):
         self.stdout.write(f"{applied} graph change(s) applied, {pending} pending")
         if pending:
             raise SystemExit(1)
+
+    def _adopt(self, options: dict[str, Any]) -> None:
+        from apps.graph.driver import get_driver
+        from apps.ledger.adopt import documents_adopt
+
+        adopted = documents_adopt(driver=get_driver())
+        self.stdout.write(f"{len(adopted)} document(s) brought under the change log")
 
     def _status(self, options: dict[str, Any]) -> None:
         head = tree_head()
