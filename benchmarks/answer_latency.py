@@ -48,9 +48,11 @@ import numpy as np
 from django.conf import settings
 from django.utils import timezone
 
+from apps.accounts.services import collection_ensure
 from apps.answers.expansion import question_entity_ids
 from apps.answers.models import Answer
 from apps.answers.pipeline import RetrievalParams, RetrievalTools, retrieve
+from apps.answers.scope import EVERY_COLLECTION
 from apps.answers.tools import default_tools, retrieval_params
 from apps.answers.types import Retrieval
 from apps.graph import cypher
@@ -155,7 +157,7 @@ def latency_measure(
     try:
         for question in questions:
             started = time.perf_counter()
-            retrieval = retrieve(question=question, collections=None, tools=tools, params=params)
+            retrieval = retrieve(question=question, collections=EVERY_COLLECTION, tools=tools, params=params)
             runs.append((retrieval, (time.perf_counter() - started) * 1000))
     finally:
         if gc_pauses is not None:
@@ -222,7 +224,7 @@ def cprofile_top(
     profiler = cProfile.Profile()
     profiler.enable()
     for question in questions:
-        retrieve(question=question, collections=None, tools=tools, params=params)
+        retrieve(question=question, collections=EVERY_COLLECTION, tools=tools, params=params)
     profiler.disable()
     stats = pstats.Stats(profiler, stream=io.StringIO())
     rows = []
@@ -588,6 +590,7 @@ def main() -> int:
     generation = generation_measure([r for r, _ in runs], size.prompts, settings.ANSWER_MAX_NEW_TOKENS, process_threads)
     concurrency = None
     if not args.skip_load:
+        collection_ensure(name=COLLECTION, public=True)  # the load's clients ask without logging in
         concurrency = load_measure(
             questions_load(data_dir),
             clients=args.clients,

@@ -76,7 +76,9 @@ MIDDLEWARE = [
 ]
 
 ROOT_URLCONF = "ragkg.urls"
-LOGIN_URL = "/admin/login/"
+LOGIN_URL = "/accounts/login/"
+LOGIN_REDIRECT_URL = "/"
+LOGOUT_REDIRECT_URL = "/"
 WSGI_APPLICATION = "ragkg.wsgi.application"
 ASGI_APPLICATION = "ragkg.asgi.application"
 
@@ -90,6 +92,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "apps.accounts.context_processors.roles",
             ],
         },
     },

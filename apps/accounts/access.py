@@ -2,12 +2,19 @@
 
 ``readable_collections`` is passed down to where data is fetched (the FAISS collection filter and
 the collection predicate of every Cypher query), so a question can never be answered from, cite or
-reveal a document of a collection its asker cannot read.
+reveal a document of a collection its asker cannot read. The pages that list stored records (the
+answers' audit pages, the change log, ingestion jobs) filter with the same list.
+
+What the values mean, everywhere: a list is exactly the collections allowed, so an empty list
+allows nothing; None allows every collection and is only ever returned for admins. A collection
+without a ``Collection`` row (documents ingested before accounts existed and not backfilled) is
+readable by admins only.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection as Names
+from collections.abc import Iterable, Sequence
 
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.contrib.auth.models import AnonymousUser, PermissionsMixin
@@ -44,3 +51,8 @@ def collections_for(user: User, requested: Sequence[str] | None) -> list[str] | 
     if requested is None:
         return allowed
     return [name for name in requested if name in allowed]
+
+
+def covers(allowed: Names[str] | None, collections: Iterable[str]) -> bool:
+    """Whether ``allowed`` (what ``readable_collections`` gave) includes every one of ``collections``."""
+    return allowed is None or all(name in allowed for name in collections)

@@ -26,6 +26,7 @@ from typing import Any
 from neo4j import Driver
 
 from apps.answers.ppr import personalized_pagerank
+from apps.answers.scope import Scope, scope_names
 from apps.answers.types import Candidate, GraphPath, Seed
 from apps.graph import cypher
 from apps.ingest.extraction import entity_key
@@ -135,10 +136,11 @@ def graph_expand(
     driver: Driver,
     seeds: Sequence[Seed],
     entity_names: Sequence[str],
-    collections: Sequence[str] | None,
+    collections: Scope,
     params: ExpansionParams,
 ) -> Expansion:
-    """Stage 3: the seeds plus every unit reached within ``params.hops``, each with its paths."""
+    """Stage 3: the seeds plus every unit reached within ``params.hops``, each with its paths.
+    Paths only start at, cross RELATED edges supported by, and end at units of ``collections``."""
     start_score = max((seed.score for seed in seeds), default=1.0)
     entities = [{"id": eid, "score": start_score} for eid in question_entity_ids(entity_names)]
     started = time.perf_counter()
@@ -146,7 +148,7 @@ def graph_expand(
         cypher.ANSWER_EXPAND,
         seeds=[{"id": s.node_id, "score": s.score} for s in seeds],
         entities=entities,
-        collections=None if collections is None else list(collections),
+        collections=scope_names(collections),
         fanout=params.fanout,
         related_fanout=params.related_fanout if params.hops >= 3 else 0,
         max_entities=params.max_entities,

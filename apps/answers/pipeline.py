@@ -27,6 +27,7 @@ from apps.answers.rerank import (
     rerank_apply,
     rerank_scores,
 )
+from apps.answers.scope import Scope, scope_names
 from apps.answers.seeds import Search, SeedLimits, query_embed, seeds_search
 from apps.answers.selection import SelectionParams, sources_select
 from apps.answers.types import Candidate, Retrieval, Seeds
@@ -76,13 +77,13 @@ def _shortlist(candidates: dict[str, Candidate], size: int) -> list[Candidate]:
     return ranked[:size]
 
 
-def units_fetch(*, driver: Driver, candidates: list[Candidate], collections: Sequence[str] | None) -> list[Candidate]:
+def units_fetch(*, driver: Driver, candidates: list[Candidate], collections: Scope) -> list[Candidate]:
     """Fill in text, document and sentences; a unit the graph no longer has (or that lies
     outside ``collections``) is dropped."""
     records, _, _ = driver.execute_query(
         cypher.ANSWER_UNITS,
         ids=[c.node_id for c in candidates],
-        collections=None if collections is None else list(collections),
+        collections=scope_names(collections),
         routing_="r",
     )
     found = {record["id"]: record for record in records}
@@ -108,7 +109,7 @@ def _expand(
     params: RetrievalParams,
     seeds: Seeds,
     entities: Sequence[str],
-    collections: Sequence[str] | None,
+    collections: Scope,
 ) -> tuple[list[Candidate], dict[str, Any]]:
     with clock.stage("graph_expansion", hops=params.expansion.hops, mode=params.mode) as span:
         if params.mode == "dense":
@@ -136,19 +137,18 @@ def _expand(
     return shortlisted, stats
 
 
-def retrieve(
-    *, question: str, collections: Sequence[str] | None, tools: RetrievalTools, params: RetrievalParams
-) -> Retrieval:
-    """Stages 1 to 6 for one question; ``collections`` None means every collection."""
+def retrieve(*, question: str, collections: Scope, tools: RetrievalTools, params: RetrievalParams) -> Retrieval:
+    """Stages 1 to 6 for one question, drawing only on ``collections`` (apps.answers.scope: an
+    empty scope finds nothing, ``EVERY_COLLECTION`` is every collection, None is refused)."""
+    names = scope_names(collections)  # refuses a scope that is not one, before any work
     clock = _Clock()
-    wanted = None if collections is None else set(collections)
     with clock.stage("analysis") as span:
         analysis = query_analyse(question=question, tokenize=tools.tokenize, ner_model=tools.ner_model)
         span_set(span, language=analysis.language, tokens=len(analysis.tokens), entropy=analysis.entropy)
     with clock.stage("embed"):
         vectors = query_embed(question=question, text=tools.text, clip=tools.clip)
     with clock.stage("vector_search", k=params.seeds.k_chunks) as span:
-        hits = seeds_search(vectors=vectors, limits=params.seeds, collections=wanted, search=tools.search)
+        hits = seeds_search(vectors=vectors, limits=params.seeds, collections=collections, search=tools.search)
         span_set(span, hits=len(hits))
     seeds = Seeds(text_vector=vectors["text"], hits=tuple(hits))
     shortlisted, stats = _expand(clock, tools, params, seeds, analysis.entities, collections)
@@ -171,7 +171,7 @@ def retrieve(
         span_set(span, tokens=prompt.tokens)
     return Retrieval(
         question=question,
-        collections=None if collections is None else tuple(collections),
+        collections=None if names is None else tuple(names),
         analysis=analysis,
         seeds=seeds,
         candidates=ranked,

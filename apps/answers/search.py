@@ -1,7 +1,8 @@
 """The search page (``/ask/``): a question form, answered on the server; works without JavaScript.
 
 The answer comes back with its "[n]" citations as links to the numbered sources, and a link to
-its audit page, where every token's provenance is shown.
+its audit page, where every token's provenance is shown. Only the collections the user can read
+are searched (``answer_scope``, as in the JSON API).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from django.shortcuts import render
 from django.views.decorators.http import require_http_methods
 
 from apps.answers import services
+from apps.answers.scope import answer_scope
 from apps.answers.tools import default_tools, retrieval_params
 from apps.answers.types import AnswerError
 
@@ -25,7 +27,7 @@ class QuestionForm(forms.Form):
     question = forms.CharField(
         max_length=services.MAX_QUESTION_CHARS, widget=forms.TextInput(attrs={"autofocus": True})
     )
-    collection = forms.CharField(required=False, max_length=200, label="Collection (empty: all)")
+    collection = forms.CharField(required=False, max_length=200, label="Collection (empty: all you can read)")
     evidence_only = forms.BooleanField(required=False, label="Evidence only (no generated answer)")
 
 
@@ -47,7 +49,7 @@ def search(request: HttpRequest) -> HttpResponse:
         try:
             result = services.answer_ask(
                 question=form.cleaned_data["question"],
-                collections=[collection] if collection else None,
+                collections=answer_scope(user=request.user, requested=[collection] if collection else None),
                 generate=not form.cleaned_data["evidence_only"],
                 mode="graph",
                 user=request.user if request.user.is_authenticated else None,

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from apps.answers.scope import Scope, scope_names
 from apps.answers.types import Seed
 from apps.models.interfaces import ClipEmbedder, TextEmbedder
 from apps.vectors.types import VectorMatch
@@ -43,7 +44,7 @@ def _per_label(matches: Sequence[VectorMatch], limits: SeedLimits, space: str) -
     for match in matches:
         if quota.get(match.label, 0) > 0:
             quota[match.label] -= 1
-            seeds.append(Seed(match.node_id, match.label, match.score, space))
+            seeds.append(Seed(match.node_id, match.label, match.score, space, match.collection))
     return seeds
 
 
@@ -51,19 +52,20 @@ def seeds_search(
     *,
     vectors: dict[str, npt.NDArray[np.float32]],
     limits: SeedLimits,
-    collections: set[str] | None,
+    collections: Scope,
     search: Search,
 ) -> list[Seed]:
-    """The seeds of every space, best first; a unit found in both spaces keeps its best score."""
+    """The seeds of every space, best first; a unit found in both spaces keeps its best score.
+    Only units of ``collections`` are searched (an empty scope finds nothing)."""
+    names = scope_names(collections)
+    wanted = None if names is None else set(names)
     k = OVERFETCH * (limits.k_chunks + limits.k_rows + limits.k_images)
     found = _per_label(
-        search(space="text", queries=vectors["text"][None, :], k=k, collections=collections)[0], limits, "text"
+        search(space="text", queries=vectors["text"][None, :], k=k, collections=wanted)[0], limits, "text"
     )
     if "clip" in vectors and limits.k_images:
-        clip_hits = search(space="clip", queries=vectors["clip"][None, :], k=limits.k_images, collections=collections)[
-            0
-        ]
-        found += [Seed(hit.node_id, hit.label, hit.score, "clip") for hit in clip_hits]
+        clip_hits = search(space="clip", queries=vectors["clip"][None, :], k=limits.k_images, collections=wanted)[0]
+        found += [Seed(hit.node_id, hit.label, hit.score, "clip", hit.collection) for hit in clip_hits]
     best: dict[str, Seed] = {}
     for seed in found:
         if seed.node_id not in best or seed.score > best[seed.node_id].score:

@@ -9,7 +9,7 @@ evidence is still returned.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from typing import Any
 
 from django.conf import settings
@@ -21,6 +21,7 @@ from redis import RedisError
 from apps.answers import streams
 from apps.answers.models import Answer
 from apps.answers.pipeline import RetrievalParams, RetrievalTools, retrieve
+from apps.answers.scope import Scope
 from apps.answers.types import STAGES, AnswerError, Retrieval
 from apps.ledger.services import knowledge_stand
 from apps.observability.metrics import answers_count, generation_observe
@@ -37,6 +38,7 @@ NO_WORKER = (
     "'gpu' queue). The evidence found is shown below."
 )
 TOO_SLOW = "The generation did not finish within its time limit ({seconds} s). The evidence found is shown below."
+NOTHING_FOUND = "Nothing in the knowledge base matches the question, so there is nothing to answer from."
 BROKER_DOWN = (
     "The task queue (Redis) is not reachable, so no answer can be generated. The evidence found is shown below."
 )
@@ -53,9 +55,7 @@ def question_check(question: str) -> str:
     return text
 
 
-def answer_retrieve(
-    *, question: str, collections: Sequence[str] | None, tools: RetrievalTools, params: RetrievalParams
-) -> Retrieval:
+def answer_retrieve(*, question: str, collections: Scope, tools: RetrievalTools, params: RetrievalParams) -> Retrieval:
     """Stages 1-6, with the failures of the graph and the vector store turned into AnswerErrors."""
     try:
         return retrieve(question=question_check(question), collections=collections, tools=tools, params=params)
@@ -94,7 +94,13 @@ def answer_record(
         timings_ms=retrieval.timings_ms,
         stats=retrieval.stats,
         seeds=[
-            {"id": seed.node_id, "label": seed.label, "score": round(seed.score, 6), "space": seed.space}
+            {
+                "id": seed.node_id,
+                "label": seed.label,
+                "score": round(seed.score, 6),
+                "space": seed.space,
+                "collection": seed.collection,
+            }
             for seed in retrieval.seeds.hits
         ],
         model_names=model_names,
@@ -207,23 +213,22 @@ def model_names(tools: RetrievalTools) -> dict[str, str]:
 def answer_start(
     *,
     question: str,
-    collections: Sequence[str] | None,
+    collections: Scope,
     generate: bool,
     mode: str,
     user: AbstractBaseUser | None,
     tools: RetrievalTools,
     params: RetrievalParams,
 ) -> Answer:
-    """Retrieve, record, and queue the generation; the returned answer is ``done`` or ``retrieved``."""
+    """Retrieve, record, and queue the generation; the returned answer is ``done`` or ``retrieved``.
+    Nothing found (an empty scope included) fails the answer with NOTHING_FOUND, no generation queued."""
     with request_span("ask", mode=mode, generate=generate):
         retrieval = answer_retrieve(question=question, collections=collections, tools=tools, params=params)
         answer = answer_record(
             retrieval=retrieval, generate=generate, mode=mode, user=user, model_names=model_names(tools)
         )
         if generate and not retrieval.sources:
-            answer_fail(
-                answer, "Nothing in the knowledge base matches the question, so there is nothing to answer from."
-            )
+            answer_fail(answer, NOTHING_FOUND)
         elif generate:
             generation_queue(answer)
     return answer
@@ -232,7 +237,7 @@ def answer_start(
 def answer_ask(
     *,
     question: str,
-    collections: Sequence[str] | None,
+    collections: Scope,
     generate: bool,
     mode: str,
     user: AbstractBaseUser | None,

@@ -46,6 +46,7 @@ class Seed:
     label: str
     score: float
     space: str
+    collection: str = ""  # the unit's collection, recorded so audit pages know what the answer touched
 
 
 @dataclass(frozen=True)

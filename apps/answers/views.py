@@ -7,6 +7,10 @@ preflight, which is what keeps this endpoint safe from cross-site requests witho
 token). With ``stream`` the response is ``application/x-ndjson``: one ``retrieval`` event
 with the sources and timings, ``token`` events as the generator writes, then ``done`` (the
 whole answer) or ``error``.
+
+The asker only ever searches collections they can read (``answer_scope``): "collections" names
+what to search among those (null or absent: all of them); a named collection they cannot read
+is dropped exactly like one that does not exist, so the answer is the same in both cases.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from django.views.decorators.http import require_POST
 
 from apps.answers import services
 from apps.answers.models import Answer
+from apps.answers.scope import answer_scope
 from apps.answers.tools import default_tools, retrieval_params
 from apps.answers.types import AnswerError
 
@@ -77,6 +82,7 @@ def ask(request: HttpRequest) -> HttpResponse | StreamingHttpResponse:
     except BadRequest as exc:
         return JsonResponse({"error": str(exc)}, status=400)
     stream = options.pop("stream")
+    options["collections"] = answer_scope(user=request.user, requested=options["collections"])
     user = request.user if request.user.is_authenticated else None
     tools = default_tools()
     try:

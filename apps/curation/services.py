@@ -8,18 +8,25 @@ anchoring round (``apps.ledger.graph.graph_changes_apply``); the result says so.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from django.conf import settings
 from django.db import transaction
 from neo4j import Driver
 
+from apps.graph import cypher
+from apps.ingest.graph_build import content_id
 from apps.ledger.content import Content, entity_content, relation_content, relation_subject
 from apps.ledger.graph import entity_contents, graph_changes_apply, relation_contents
 from apps.ledger.models import GraphChange
-from apps.ledger.services import Change, entries_append
+from apps.ledger.services import Change, entries_append, subjects_latest
 
 MAX_NAME = 300
+MAX_PREDICATE = 80
+_PREDICATE = re.compile(r"^\w+$")
 
 
 class CurationError(ValueError):
@@ -30,6 +37,8 @@ class CurationError(ValueError):
 class Curated:
     seq: int  # the change-log entry
     applied: bool  # False: the graph write is pending (Neo4j was unavailable)
+    entries: tuple[int, ...] = ()  # every entry of the change, when it wrote more than one
+    entity_id: str = ""  # the entity a change created (a split's new entity)
 
 
 def _entity(driver: Driver, entity_id: str) -> Content:
@@ -49,11 +58,25 @@ def _clean_name(name: str) -> str:
 
 
 def _commit(*, driver: Driver, actor: str, change: Change) -> Curated:
+    return _commit_all(driver=driver, actor=actor, changes=[change])
+
+
+def _commit_all(
+    *, driver: Driver, actor: str, changes: Sequence[Change], main: int = 0, entity_id: str = ""
+) -> Curated:
+    """Log ``changes`` in one transaction, then apply the pending graph writes; ``main`` is the
+    index of the entry the result names."""
     with transaction.atomic():
-        [entry] = entries_append(actor=actor, changes=[change])
+        entries = entries_append(actor=actor, changes=changes)
     graph_changes_apply(driver=driver)
-    pending = GraphChange.objects.filter(entry_id=entry.seq, applied_at__isnull=True).exists()
-    return Curated(seq=entry.seq, applied=not pending)
+    seqs = tuple(entry.seq for entry in entries)
+    pending = GraphChange.objects.filter(entry_id__in=seqs, applied_at__isnull=True).exists()
+    return Curated(seq=seqs[main], applied=not pending, entries=seqs, entity_id=entity_id)
+
+
+def _read(driver: Driver, statement: str, **params: Any) -> list[Any]:
+    records, _, _ = driver.execute_query(statement, database_=settings.NEO4J_DATABASE, **params)
+    return list(records)
 
 
 def _operation(cypher: str, **params: Any) -> dict[str, Any]:
@@ -130,3 +153,120 @@ def relation_remove(*, driver: Driver, source: str, predicate: str, target: str,
         actor=actor,
         change=Change("relation.removed", "Relation", subject, before, None, operation=operation),
     )
+
+
+def _clean_predicate(predicate: str) -> str:
+    """A predicate as ingestion writes them: words joined by underscores, lowercase."""
+    cleaned = "_".join(predicate.split()).casefold()
+    if not cleaned:
+        raise CurationError("a predicate cannot be empty")
+    if len(cleaned) > MAX_PREDICATE:
+        raise CurationError(f"a predicate has at most {MAX_PREDICATE} characters")
+    if not _PREDICATE.match(cleaned):
+        raise CurationError("a predicate is made of letters, digits and underscores")
+    return cleaned
+
+
+def entity_alias_add(*, driver: Driver, entity_id: str, alias: str, actor: str) -> Curated:
+    """Give an entity one more alias (searchable, and kept through merges).
+
+    Logged as ``curation.edited`` of the entity; its logged content (id, name, type) is the same
+    before and after, the alias itself is in the entry's graph change."""
+    before = _entity(driver, entity_id)
+    alias = _clean_name(alias)
+    [names] = _read(driver, cypher.CURATION_ENTITY_NAMES, id=entity_id)
+    if alias == names["name"] or alias in names["aliases"]:
+        raise CurationError(f"{alias!r} is already a name of the entity")
+    operation = _operation("ENTITY_ALIAS_ADD", id=entity_id, alias=alias)
+    return _commit(
+        driver=driver,
+        actor=actor,
+        change=Change("curation.edited", "Entity", entity_id, before, dict(before), operation=operation),
+    )
+
+
+def entity_pair_merge(*, driver: Driver, first: str, second: str, actor: str) -> Curated:
+    """Merge two entities, keeping the one with more mentions (``first`` on a tie)."""
+    counts = {
+        str(r["id"]): int(r["mentions"]) for r in _read(driver, cypher.CURATION_MENTION_COUNTS, ids=[first, second])
+    }
+    for entity_id in (first, second):
+        if entity_id not in counts:
+            raise CurationError(f"there is no entity {entity_id!r}")
+    keep, drop = (first, second) if counts[first] >= counts[second] else (second, first)
+    return entity_merge(driver=driver, keep=keep, drop=drop, actor=actor)
+
+
+def _split_relation_changes(driver: Driver, entity_id: str, documents: list[str]) -> list[Change]:
+    """The logged relations a split takes all evidence from: they go, so their subjects end."""
+    moved = [
+        (str(r["source"]), str(r["predicate"]), str(r["target"]), str(r["status"]))
+        for r in _read(driver, cypher.CURATION_SPLIT_RELATIONS, id=entity_id, documents=documents)
+        if r["moved"]
+    ]
+    subjects = {relation_subject(source=s, predicate=p, target=t): (s, p, t, status) for s, p, t, status in moved}
+    logged = subjects_latest(kind="Relation", subject_ids=list(subjects))
+    changes = []
+    for subject, (source, predicate, target, status) in subjects.items():
+        if logged.get(subject) is not None:
+            before = relation_content(source=source, predicate=predicate, target=target, status=status)
+            changes.append(Change("curation.edited", "Relation", subject, before, None))
+    return changes
+
+
+def entity_split(*, driver: Driver, entity_id: str, document_ids: Sequence[str], name: str, actor: str) -> Curated:
+    """Move the entity's mentions in ``document_ids`` (and its relations' evidence there) to a new
+    entity called ``name``, of the same type.
+
+    Logged as ``entity.created`` of the new entity and ``curation.edited`` of the original (the
+    move, with its graph change); a logged relation left without evidence ends with its own
+    ``curation.edited``. The result names the ``curation.edited`` entry and the new entity."""
+    before = _entity(driver, entity_id)
+    name = _clean_name(name)
+    documents = sorted({str(document) for document in document_ids if document})
+    if not documents:
+        raise CurationError("choose at least one document whose mentions move to the new entity")
+    [counts] = _read(driver, cypher.CURATION_SPLIT_COUNTS, id=entity_id, documents=documents)
+    if not counts["moving"]:
+        raise CurationError("the entity has no mentions in those documents")
+    if counts["moving"] == counts["total"]:
+        raise CurationError("those documents hold every mention of the entity: rename it instead")
+    new_id = content_id("entity-split", entity_id, *documents)
+    if entity_contents(driver=driver, entity_ids=[new_id]):
+        raise CurationError("this split was made before: its entity exists")
+    type_ = str(before["type"])
+    created = entity_content(entity_id=new_id, name=name, type_=type_)
+    operation = _operation("ENTITY_SPLIT", id=entity_id, new_id=new_id, name=name, type=type_, documents=documents)
+    changes = [
+        Change("entity.created", "Entity", new_id, None, created),
+        Change("curation.edited", "Entity", entity_id, before, dict(before), operation=operation),
+        *_split_relation_changes(driver, entity_id, documents),
+    ]
+    return _commit_all(driver=driver, actor=actor, changes=changes, main=1, entity_id=new_id)
+
+
+def relation_predicate_set(
+    *, driver: Driver, source: str, predicate: str, target: str, new_predicate: str, actor: str
+) -> Curated:
+    """Give a relation another predicate, keeping its evidence, documents, weight and status.
+
+    The predicate is part of a relation's identity, so this ends one relation and starts another:
+    two ``curation.edited`` entries, the old relation's (before, nothing after) and the new one's
+    (nothing before, after), the second with the graph change. The result names the first."""
+    before = _relation(driver, source, predicate, target)
+    new_predicate = _clean_predicate(new_predicate)
+    if new_predicate == predicate:
+        raise CurationError(f"the relation's predicate is already {predicate!r}")
+    if relation_contents(driver=driver, relations=[(source, new_predicate, target)]):
+        raise CurationError(f"a relation {new_predicate!r} between these entities exists already: remove one")
+    after = relation_content(source=source, predicate=new_predicate, target=target, status=str(before["status"]))
+    operation = _operation(
+        "RELATION_PREDICATE_SET", source=source, predicate=predicate, target=target, new_predicate=new_predicate
+    )
+    old_subject = relation_subject(source=source, predicate=predicate, target=target)
+    new_subject = relation_subject(source=source, predicate=new_predicate, target=target)
+    changes = [
+        Change("curation.edited", "Relation", old_subject, before, None),
+        Change("curation.edited", "Relation", new_subject, None, after, operation=operation),
+    ]
+    return _commit_all(driver=driver, actor=actor, changes=changes)

@@ -353,10 +353,12 @@ RETURN i, vids ORDER BY i
 # (MENTIONS), question entities, each distinct entity once from its best start, optionally on
 # over RELATED to a neighbour, then to the units mentioning it (MENTIONS); seed chunks also
 # reach their NEXT neighbours. Every fan-out is bounded ($fanout; entities mentioned more than
-# $max_degree times are hubs and are not crossed) and units outside $collections are never
-# returned. Each row is one path: start (seed unit id, or null for a question entity), entity,
-# optional related entity, unit, and the first sentence of the unit that mentions the entity
-# (units that name it in their first sentence, the ones about it, come first).
+# $max_degree times are hubs and are not crossed). $collections is the access predicate (null:
+# every collection, [] nothing): a seed outside it starts nothing, a RELATED edge is crossed only
+# when a document of $collections supports it, and a unit outside it is never returned. Each row
+# is one path: start (seed unit id, or null for a question entity), entity, optional related
+# entity, unit, and the first sentence of the unit that mentions the entity (units that name it in
+# their first sentence, the ones about it, come first).
 
 ANSWER_EXPAND = """
 CALL () {
@@ -368,6 +370,7 @@ CALL () {
     UNION
     MATCH (u:Image {id: seed.id}) RETURN u
   }
+  WITH seed, u WHERE $collections IS NULL OR u.collection IN $collections
   CALL (u) {
     MATCH (u)-[:MENTIONS]->(e:Entity)
     WHERE NOT e.type IN $skip_types
@@ -392,6 +395,8 @@ CALL (e) {
   UNION ALL
   MATCH (e)-[r:RELATED]-(other:Entity)
   WHERE other <> e AND NOT other.type IN $skip_types AND coalesce(r.status, '') <> 'rejected'
+    AND ($collections IS NULL
+         OR EXISTS { MATCH (d:Document) WHERE d.id IN r.documents AND d.collection IN $collections })
   WITH other, max(r.weight) AS weight, collect(r.predicate)[0] AS predicate
   ORDER BY weight DESC, other.id LIMIT $related_fanout * 4
   WITH other, weight, predicate, COUNT { (other)<-[:MENTIONS]-() } AS via_degree
@@ -410,6 +415,7 @@ RETURN best.start AS start, best.score AS start_score, e.id AS entity, degree,
 UNION ALL
 UNWIND $seeds AS seed
 MATCH (u:Chunk {id: seed.id})-[:NEXT]-(t:Chunk)
+WHERE $collections IS NULL OR (u.collection IN $collections AND t.collection IN $collections)
 RETURN u.id AS start, seed.score AS start_score, null AS entity, 0 AS degree, null AS related,
        null AS predicate, 0 AS weight, 0 AS via_degree, t.id AS unit, 'Chunk' AS label, null AS sentence
 """
@@ -492,3 +498,258 @@ ANSWER_BENCH_RELATIONSHIP_COUNTS = "MATCH ()-[r]->() RETURN type(r) AS type, cou
 
 # The expansion statement itself, profiled (operators with their rows and db hits).
 ANSWER_BENCH_EXPAND_PROFILE = "PROFILE " + ANSWER_EXPAND.lstrip()
+
+
+# --- curation pages: reads ---
+# What the curation pages (apps.curation) show. $collections is the reader's collections (null:
+# every collection); it applies to every unit, document and relation shown, so a curator never sees
+# the text, documents or relations of a collection they cannot read. Entities count as readable when
+# a unit of a readable collection mentions them.
+
+# One page of entities whose name or an alias contains $query (lowercased), most mentioned first.
+CURATION_ENTITIES_PAGE = """
+MATCH (e:Entity)
+WHERE ($query = '' OR toLower(coalesce(e.aliases_text, e.name)) CONTAINS $query)
+  AND ($type = '' OR e.type = $type)
+WITH e, COUNT { (e)<-[:MENTIONS]-(u) WHERE $collections IS NULL OR u.collection IN $collections } AS mentions
+WHERE mentions > 0 OR $collections IS NULL
+WITH e, mentions ORDER BY mentions DESC, e.name, e.id
+WITH collect({id: e.id, name: e.name, type: e.type, aliases: coalesce(e.aliases, []), mentions: mentions}) AS rows
+RETURN size(rows) AS total, rows[$skip..$skip + $limit] AS rows
+"""
+
+# For each of $ids: the readable documents that mention it.
+CURATION_ENTITY_DOCUMENT_COUNTS = """
+UNWIND $ids AS id
+MATCH (e:Entity {id: id})
+CALL (e) {
+  OPTIONAL MATCH (e)<-[:MENTIONS]-(u)
+  WHERE $collections IS NULL OR u.collection IN $collections
+  RETURN count(DISTINCT u.document_id) AS documents
+}
+RETURN e.id AS id, documents
+"""
+
+CURATION_ENTITY_TYPES = "MATCH (e:Entity) RETURN DISTINCT e.type AS type ORDER BY type"
+
+# One entity: its names, readable mentions and documents, and everything a deletion would take.
+CURATION_ENTITY = """
+MATCH (e:Entity {id: $id})
+CALL (e) {
+  OPTIONAL MATCH (e)<-[:MENTIONS]-(u)
+  WHERE $collections IS NULL OR u.collection IN $collections
+  RETURN count(u) AS mentions, count(DISTINCT u.document_id) AS documents
+}
+RETURN e {.id, .name, .type, aliases: coalesce(e.aliases, [])} AS entity, mentions, documents,
+       COUNT { (e)<-[:MENTIONS]-() } AS all_mentions, COUNT { (e)-[:RELATED]-() } AS all_relations,
+       size(coalesce(e.documents, [])) AS all_documents
+"""
+
+# Readable units that mention the entity (each with its first mention's offsets) and their documents.
+CURATION_ENTITY_SNIPPETS = """
+MATCH (e:Entity {id: $id})<-[m:MENTIONS]-(u)
+WHERE $collections IS NULL OR u.collection IN $collections
+WITH u, m ORDER BY m.start
+WITH u, collect(m)[0] AS m
+MATCH (d:Document {id: u.document_id})
+RETURN u.id AS unit, labels(u)[0] AS label, coalesce(u.text, '') AS text, m.start AS start, m.end AS end,
+       d.id AS document_id, d.path AS path, d.title AS title, d.collection AS collection
+ORDER BY d.collection, d.path, coalesce(u.ord, u.idx, 0), u.id
+LIMIT $limit
+"""
+
+# The entity's relations both ways, with at least one supporting document the reader can read.
+CURATION_ENTITY_RELATIONS = """
+MATCH (e:Entity {id: $id})-[r:RELATED]-(other:Entity)
+WHERE $collections IS NULL
+   OR EXISTS { MATCH (d:Document) WHERE d.id IN r.documents AND d.collection IN $collections }
+RETURN startNode(r).id AS source, r.predicate AS predicate, endNode(r).id AS target,
+       startNode(r) = e AS outgoing, coalesce(r.status, 'proposed') AS status, coalesce(r.weight, 0) AS weight,
+       other {.id, .name, .type} AS other
+ORDER BY weight DESC, predicate, other.name, other.id
+LIMIT $limit
+"""
+
+# The readable documents that mention the entity, with how many mentions each holds.
+CURATION_ENTITY_DOCUMENTS = """
+MATCH (e:Entity {id: $id})<-[:MENTIONS]-(u)
+WHERE $collections IS NULL OR u.collection IN $collections
+WITH u.document_id AS document_id, count(*) AS mentions
+MATCH (d:Document {id: document_id})
+RETURN d.id AS id, d.path AS path, d.title AS title, d.collection AS collection, mentions
+ORDER BY collection, path
+"""
+
+# Merge suggestions start from the $limit most mentioned readable entities.
+CURATION_SUGGESTION_CANDIDATES = """
+MATCH (e:Entity)
+WITH e, COUNT { (e)<-[:MENTIONS]-(u) WHERE $collections IS NULL OR u.collection IN $collections } AS mentions
+WHERE mentions > 0
+RETURN e.id AS id, e.name AS name, e.type AS type, coalesce(e.aliases, []) AS aliases, mentions
+ORDER BY mentions DESC, e.id
+LIMIT $limit
+"""
+
+CURATION_MENTION_COUNTS = """
+UNWIND $ids AS id
+MATCH (e:Entity {id: id})
+RETURN e.id AS id, COUNT { (e)<-[:MENTIONS]-() } AS mentions
+"""
+
+CURATION_ENTITY_NAMES = """
+MATCH (e:Entity {id: $id})
+RETURN e.name AS name, coalesce(e.aliases, []) AS aliases, e.type AS type
+"""
+
+# A split: how many of the entity's mentions lie in $documents, of how many.
+CURATION_SPLIT_COUNTS = """
+MATCH (e:Entity {id: $id})
+OPTIONAL MATCH (e)<-[:MENTIONS]-(u)
+RETURN count(CASE WHEN u.document_id IN $documents THEN 1 END) AS moving, count(u) AS total
+"""
+
+# A split: the entity's relations with evidence in $documents' units, and whether all of it moves.
+CURATION_SPLIT_RELATIONS = """
+MATCH (e:Entity {id: $id})<-[:MENTIONS]-(u)
+WHERE u.document_id IN $documents
+WITH e, collect(DISTINCT u.id) AS units
+MATCH (e)-[r:RELATED]-(:Entity)
+WHERE any(x IN coalesce(r.evidence, []) WHERE x IN units)
+RETURN startNode(r).id AS source, r.predicate AS predicate, endNode(r).id AS target,
+       coalesce(r.status, 'proposed') AS status, all(x IN r.evidence WHERE x IN units) AS moved
+"""
+
+# One page of relations passing the filters (empty strings filter nothing), strongest first.
+CURATION_RELATIONS_PAGE = """
+MATCH (a:Entity)-[r:RELATED]->(b:Entity)
+WHERE ($status = '' OR coalesce(r.status, 'proposed') = $status)
+  AND ($predicate = '' OR r.predicate = $predicate)
+  AND ($entity = '' OR a.id = $entity OR b.id = $entity
+       OR toLower(a.name) CONTAINS toLower($entity) OR toLower(b.name) CONTAINS toLower($entity))
+  AND ($collections IS NULL
+       OR EXISTS { MATCH (d:Document) WHERE d.id IN r.documents AND d.collection IN $collections })
+WITH a, r, b ORDER BY coalesce(r.weight, 0) DESC, a.name, r.predicate, b.name
+WITH collect({source: a.id, source_name: a.name, source_type: a.type, predicate: r.predicate,
+              target: b.id, target_name: b.name, target_type: b.type,
+              status: coalesce(r.status, 'proposed'), weight: coalesce(r.weight, 0)}) AS rows
+RETURN size(rows) AS total, rows[$skip..$skip + $limit] AS rows
+"""
+
+CURATION_PREDICATES = "MATCH ()-[r:RELATED]->() RETURN DISTINCT r.predicate AS predicate ORDER BY predicate LIMIT 500"
+
+# Whether the relation has a supporting document the reader can read (no row: no such relation).
+CURATION_RELATION_READABLE = """
+MATCH (:Entity {id: $source})-[r:RELATED {predicate: $predicate}]->(:Entity {id: $target})
+RETURN $collections IS NULL
+       OR EXISTS { MATCH (d:Document) WHERE d.id IN r.documents AND d.collection IN $collections } AS readable
+"""
+
+# What deleting a document removes (apps.ingest.services.document_delete): its units, and, read the
+# way DOCUMENT_ENTITIES_RELEASE and DOCUMENT_RELATIONS_RELEASE write it, the entities and relations
+# that only it supports (the others only lose it from their documents and evidence).
+CURATION_DOCUMENT_PARTS = """
+MATCH (d:Document {id: $document_id})
+CALL (d) { OPTIONAL MATCH (d)-[:HAS_CHUNK]->(c:Chunk) RETURN count(c) AS chunks }
+CALL (d) { OPTIONAL MATCH (d)-[:HAS_IMAGE]->(i:Image) RETURN count(i) AS images }
+CALL (d) { OPTIONAL MATCH (d)-[:HAS_TABLE]->(t:Table) RETURN count(t) AS tables }
+CALL (d) { OPTIONAL MATCH (d)-[:HAS_TABLE]->(:Table)-[:HAS_ROW]->(r:Row) RETURN count(r) AS rows }
+RETURN chunks, images, tables, rows
+"""
+
+CURATION_DOCUMENT_ENTITIES_RELEASED = """
+MATCH (d:Document {id: $document_id})
+MATCH (d)-[:HAS_CHUNK|HAS_IMAGE|HAS_TABLE|HAS_ROW*1..2]->()-[:MENTIONS]->(e:Entity)
+WITH DISTINCT e
+WITH e, size([x IN coalesce(e.documents, []) WHERE x <> $document_id]) = 0 AS released
+WITH e, released ORDER BY e.name, e.id
+RETURN count(e) AS mentioned, count(CASE WHEN released THEN 1 END) AS released,
+       collect(CASE WHEN released THEN e {.id, .name, .type} END)[..$limit] AS entities
+"""
+
+CURATION_DOCUMENT_RELATIONS_RELEASED = """
+MATCH (d:Document {id: $document_id})
+MATCH (d)-[:HAS_CHUNK|HAS_IMAGE|HAS_TABLE|HAS_ROW*1..2]->()-[:MENTIONS]->(e:Entity)
+WITH DISTINCT e
+MATCH (e)-[r:RELATED]-()
+WHERE $document_id IN r.documents
+WITH DISTINCT r
+RETURN count(r) AS supported,
+       count(CASE WHEN size([x IN r.documents WHERE x <> $document_id]) = 0 THEN 1 END) AS released
+"""
+
+# Curation writes that follow change-log entries (apps.ledger.graph.OPERATIONS); each is
+# idempotent: applying it twice changes nothing more.
+
+ENTITY_ALIAS_ADD = """
+MATCH (e:Entity {id: $id})
+SET e.aliases = CASE WHEN $alias = e.name OR $alias IN coalesce(e.aliases, []) THEN coalesce(e.aliases, [])
+                     ELSE coalesce(e.aliases, []) + $alias END
+SET e.aliases_text = reduce(s = e.name, a IN e.aliases | s + ' ' + a)
+RETURN e.id AS id
+"""
+
+# The mentions of $id in units of $documents move to the new entity $new_id (created with $name and
+# $type), with the evidence of its relations that lies in those units; relations left without
+# evidence go. The documents move from one entity's list to the other's.
+ENTITY_SPLIT = """
+MATCH (e:Entity {id: $id})
+MERGE (n:Entity {id: $new_id})
+ON CREATE SET n.name = $name, n.type = $type, n.aliases = [], n.documents = [], n.aliases_text = $name
+WITH e, n
+CALL (e) {
+  OPTIONAL MATCH (u)-[:MENTIONS]->(e) WHERE u.document_id IN $documents
+  RETURN collect(DISTINCT u.id) AS units
+}
+CALL (e, n) {
+  MATCH (u)-[m:MENTIONS]->(e) WHERE u.document_id IN $documents
+  CREATE (u)-[:MENTIONS {start: m.start, end: m.end, sentence: m.sentence}]->(n)
+  DELETE m
+}
+CALL (e, n, units) {
+  MATCH (e)-[r:RELATED]->(other:Entity)
+  WHERE other <> n AND any(x IN coalesce(r.evidence, []) WHERE x IN units)
+  MERGE (n)-[s:RELATED {predicate: r.predicate}]->(other)
+  ON CREATE SET s.evidence = [], s.documents = []
+  SET s.evidence = s.evidence + [x IN r.evidence WHERE x IN units AND NOT x IN s.evidence],
+      s.documents = s.documents + [x IN r.documents WHERE x IN $documents AND NOT x IN s.documents],
+      s.status = coalesce(s.status, r.status)
+  SET s.weight = size(s.evidence)
+  SET r.evidence = [x IN r.evidence WHERE NOT x IN units], r.documents = [x IN r.documents WHERE NOT x IN $documents]
+  SET r.weight = size(r.evidence)
+  WITH r WHERE size(r.evidence) = 0
+  DELETE r
+}
+CALL (e, n, units) {
+  MATCH (other:Entity)-[r:RELATED]->(e)
+  WHERE other <> n AND any(x IN coalesce(r.evidence, []) WHERE x IN units)
+  MERGE (other)-[s:RELATED {predicate: r.predicate}]->(n)
+  ON CREATE SET s.evidence = [], s.documents = []
+  SET s.evidence = s.evidence + [x IN r.evidence WHERE x IN units AND NOT x IN s.evidence],
+      s.documents = s.documents + [x IN r.documents WHERE x IN $documents AND NOT x IN s.documents],
+      s.status = coalesce(s.status, r.status)
+  SET s.weight = size(s.evidence)
+  SET r.evidence = [x IN r.evidence WHERE NOT x IN units], r.documents = [x IN r.documents WHERE NOT x IN $documents]
+  SET r.weight = size(r.evidence)
+  WITH r WHERE size(r.evidence) = 0
+  DELETE r
+}
+SET n.documents = n.documents + [x IN coalesce(e.documents, []) WHERE x IN $documents AND NOT x IN n.documents],
+    e.documents = [x IN coalesce(e.documents, []) WHERE NOT x IN $documents]
+RETURN n.id AS id
+"""
+
+# The predicate is part of the relation's MERGE key, so a new predicate is a new relationship
+# with the old one's properties; the old one goes.
+RELATION_PREDICATE_SET = """
+MATCH (a:Entity {id: $source})-[r:RELATED {predicate: $predicate}]->(b:Entity {id: $target})
+MERGE (a)-[n:RELATED {predicate: $new_predicate}]->(b)
+ON CREATE SET n = properties(r), n.predicate = $new_predicate
+ON MATCH SET n.evidence = coalesce(n.evidence, [])
+                          + [x IN coalesce(r.evidence, []) WHERE NOT x IN coalesce(n.evidence, [])],
+             n.documents = coalesce(n.documents, [])
+                           + [x IN coalesce(r.documents, []) WHERE NOT x IN coalesce(n.documents, [])],
+             n.status = coalesce(n.status, r.status)
+SET n.weight = coalesce(size(n.evidence), n.weight)
+DELETE r
+RETURN count(n) AS moved
+"""

@@ -14,18 +14,32 @@ from dataclasses import asdict
 from pathlib import Path
 
 from django.conf import settings
+from django.contrib.auth.base_user import AbstractBaseUser
 from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
 from neo4j import Driver
 
+from apps.accounts.services import collection_ensure, collection_name_check
 from apps.ingest.extraction import EntityExtractor
 from apps.ingest.models import IngestJob
 from apps.ingest.services import FAILED, FileOutcome, uploads_ingest
 
 
-def job_create(*, collection: str, uploads: Sequence[tuple[str, bytes]], enqueue: bool = True) -> IngestJob:
-    """Store the uploaded files and create a queued job; the task is sent after commit."""
+def job_create(
+    *,
+    collection: str,
+    uploads: Sequence[tuple[str, bytes]],
+    enqueue: bool = True,
+    owner: AbstractBaseUser | None = None,
+    public: bool | None = None,
+) -> IngestJob:
+    """Store the uploaded files and create a queued job; the task is sent after commit.
+
+    The collection comes into being here when it is new (``collection_ensure``: owned by ``owner``,
+    the uploading user when there is one; private unless ``public``). A bad name raises AccountsError
+    before anything is stored."""
+    collection = collection_name_check(collection)
     job_id = uuid.uuid4()
     folder = Path(settings.UPLOAD_DIR) / str(job_id)
     folder.mkdir(parents=True, exist_ok=True)
@@ -35,6 +49,7 @@ def job_create(*, collection: str, uploads: Sequence[tuple[str, bytes]], enqueue
         stored.write_bytes(data)
         files.append({"name": name, "stored": str(stored)})
     with transaction.atomic():
+        collection_ensure(name=collection, owner=owner, public=public)
         job = IngestJob.objects.create(id=job_id, collection=collection, files=files)
         if enqueue:
             from apps.ingest.tasks import run_ingest_job

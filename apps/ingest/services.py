@@ -19,6 +19,7 @@ from django.conf import settings
 from django.db import transaction
 from neo4j import Driver
 
+from apps.accounts.services import collection_ensure
 from apps.graph.writer import document_graph_delete, documents_graph_write, documents_in_graph
 from apps.ingest.chunking import chunk_text
 from apps.ingest.enrich import (
@@ -220,8 +221,9 @@ def documents_ingest(
     Documents whose bytes are already there are ``unchanged``; a new version of
     a path ``replaces`` the old one. The batch is written in one transaction;
     if that fails, each document is retried alone, so one bad document fails
-    by itself and leaves no trace.
+    by itself and leaves no trace. The collection gets its ``Collection`` row (private) if it has none.
     """
+    collection = collection_ensure(name=collection).name
     tools = _Tools(driver, extractor, models or default_models(), timer or StageTimer(), actor)
     batch = _batch_start(tools=tools, parsed=parsed, collection=collection)
     _batch_analyse(batch=batch, timer=tools.timer)
@@ -353,8 +355,10 @@ def uploads_ingest(
     """Parse uploads (a zip may hold many documents) and ingest them in batches.
 
     Bad input becomes a ``failed`` outcome with a specific error; the other
-    documents are still ingested, and nothing else in the graph is touched.
+    documents are still ingested, and nothing else in the graph is touched. The collection gets
+    its ``Collection`` row (private) if it has none.
     """
+    collection = collection_ensure(name=collection).name
     tools = _Tools(driver, extractor, models or default_models(), timer or StageTimer(), actor)
     size = batch_size or settings.INGEST_BATCH_SIZE
     outcomes: list[FileOutcome] = []

@@ -1,19 +1,25 @@
 """What the change-log audit pages show: the filtered log with its tree head, one entry with the
 diff of its contents and its proof, the chain anchors, a "verify now" run that never raises for
-a chain or a graph that is down, and the knowledge-log box of an answer's audit page."""
+a chain or a graph that is down, and the knowledge-log box of an answer's audit page.
+
+Who sees which entry: a Document entry's subject is "<collection>/<path>", and a viewer who cannot
+read that collection (apps.accounts.access) does not see the entry: it is left out of the list, its
+page and proof are 404s, and a "verify now" problem about it is told without its details. Other
+subjects (entities, relations) are shown to every auditor."""
 
 from __future__ import annotations
 
 import datetime
 import json
 import logging
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import neo4j.exceptions
 from django.core.paginator import Page, Paginator
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet, Value
+from django.db.models.functions import Greatest, StrIndex, Substr
 
 from apps.ledger.canonical import CanonicalError, entry_bytes
 from apps.ledger.chain import Chain, ChainError, chain_from_settings
@@ -45,8 +51,25 @@ class LogFilters:
     date_to: datetime.date | None = None
 
 
-def _filtered(filters: LogFilters) -> QuerySet[ChangeEntry]:
+DOCUMENT = "Document"
+HIDDEN_PROBLEM = "a problem with an entry about a collection you cannot read (an admin sees its details)"
+
+
+def entries_visible(readable: Collection[str] | None) -> QuerySet[ChangeEntry]:
+    """The entries a viewer who can read ``readable`` (None: everything) may see: every entry but
+    the Document entries of other collections (the collection is the subject up to its first "/";
+    compared exactly, so case counts on SQLite too)."""
     entries = ChangeEntry.objects.all()
+    if readable is None:
+        return entries
+    collection = Substr("subject_id", 1, Greatest(StrIndex("subject_id", Value("/")) - 1, Value(0)))
+    return entries.annotate(subject_collection=collection).filter(
+        ~Q(subject_kind=DOCUMENT) | Q(subject_collection__in=list(readable))
+    )
+
+
+def _filtered(filters: LogFilters, readable: Collection[str] | None) -> QuerySet[ChangeEntry]:
+    entries = entries_visible(readable)
     if filters.subject:
         entries = entries.filter(subject_id__icontains=filters.subject)
     if filters.actor:
@@ -71,10 +94,12 @@ def log_head() -> dict[str, Any]:
     return {"head": tree_head(), "anchor": latest_anchor()}
 
 
-def log_page(*, filters: LogFilters, page: str | int | None, anchored_size: int) -> tuple[Page[Any], list[Any]]:
-    """One page of the entries that pass ``filters``, newest first, each with whether it is anchored
-    (within the first ``anchored_size`` entries)."""
-    entry_page: Page[Any] = Paginator(_filtered(filters), PAGE_SIZE).get_page(page)
+def log_page(
+    *, filters: LogFilters, page: str | int | None, anchored_size: int, readable: Collection[str] | None
+) -> tuple[Page[Any], list[Any]]:
+    """One page of the entries that pass ``filters`` and that a viewer who can read ``readable`` may
+    see, newest first, each with whether it is anchored (within the first ``anchored_size`` entries)."""
+    entry_page: Page[Any] = Paginator(_filtered(filters, readable), PAGE_SIZE).get_page(page)
     return entry_page, [{"entry": row, "anchored": row.seq < anchored_size} for row in entry_page.object_list]
 
 
@@ -235,6 +260,29 @@ def _verified(chain: Chain | None, *, graph: bool) -> Report:
     report = log_verify(chain=chain)
     report.problems.append(Problem("graph", GRAPH_DOWN))
     return report
+
+
+def _problem_visible(problem: Problem, visible_seqs: set[int], readable: Collection[str]) -> bool:
+    if problem.seq is not None:
+        return problem.seq in visible_seqs
+    if problem.kind == "graph" and problem.message.startswith("document "):  # "document <collection>/<path> …"
+        return problem.message.removeprefix("document ").split("/", 1)[0] in readable
+    return True
+
+
+def report_for_reader(report: Report, readable: Collection[str] | None) -> Report:
+    """The report as a viewer who can read ``readable`` (None: everything) sees it: a problem about
+    an entry they may not see, or about a document of a collection they cannot read, is told without
+    its details (still counted: the log's size is no secret)."""
+    if readable is None or not report.problems:
+        return report
+    seqs = {problem.seq for problem in report.problems if problem.seq is not None}
+    visible = set(entries_visible(readable).filter(seq__in=seqs).values_list("seq", flat=True))
+    problems = [
+        problem if _problem_visible(problem, visible, readable) else replace(problem, message=HIDDEN_PROBLEM, seq=None)
+        for problem in report.problems
+    ]
+    return replace(report, problems=problems)
 
 
 def log_check(*, graph: bool) -> Report:

@@ -1,5 +1,6 @@
 """The change-log audit pages: the log, one entry with its diff and proof, the proof bundle,
-the anchors, and "verify now". Same access rule as the answers' audit pages."""
+the anchors, and "verify now". Same access rule as the answers' audit pages: the auditor role,
+and the entries about documents only for those who can read their collection."""
 
 from __future__ import annotations
 
@@ -8,19 +9,21 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_GET, require_POST
 
+from apps.accounts.access import readable_collections
+from apps.accounts.roles import audit_required
 from apps.ledger.canonical import ACTIONS
-from apps.ledger.models import ChangeEntry
 from apps.ledger.pages import (
     LogFilters,
     anchors_page,
+    entries_visible,
     entry_page_context,
     entry_proof_bundle,
     log_check,
     log_head,
     log_page,
+    report_for_reader,
 )
 from apps.ledger.services import LedgerError
-from apps.provenance.access import audit_required
 
 
 class LogFilterForm(forms.Form):
@@ -56,7 +59,12 @@ def log(request: HttpRequest) -> HttpResponse:
     form = LogFilterForm(request.GET)
     header = log_head()
     anchored_size = header["anchor"].tree_size if header["anchor"] else 0
-    page, rows = log_page(filters=form.filters(), page=request.GET.get("page"), anchored_size=anchored_size)
+    page, rows = log_page(
+        filters=form.filters(),
+        page=request.GET.get("page"),
+        anchored_size=anchored_size,
+        readable=readable_collections(request.user),
+    )
     context = {"form": form, "page": page, "rows": rows, "verify_form": VerifyForm(), **header}
     return render(request, "ledger/log.html", context)
 
@@ -64,7 +72,7 @@ def log(request: HttpRequest) -> HttpResponse:
 @audit_required
 @require_GET
 def entry(request: HttpRequest, seq: int) -> HttpResponse:
-    row = get_object_or_404(ChangeEntry, seq=seq)
+    row = get_object_or_404(entries_visible(readable_collections(request.user)), seq=seq)
     return render(request, "ledger/entry.html", entry_page_context(row))
 
 
@@ -72,7 +80,7 @@ def entry(request: HttpRequest, seq: int) -> HttpResponse:
 @require_GET
 def entry_proof(request: HttpRequest, seq: int) -> HttpResponse:
     """The entry's proof bundle as a download; 409 with the reason while it is not anchored."""
-    get_object_or_404(ChangeEntry, seq=seq)
+    get_object_or_404(entries_visible(readable_collections(request.user)), seq=seq)
     try:
         bundle = entry_proof_bundle(seq)
     except LedgerError as exc:
@@ -94,6 +102,6 @@ def verify(request: HttpRequest) -> HttpResponse:
     """Verify the log now, against the chain and, when asked, the graph; show the report."""
     form = VerifyForm(request.POST)
     graph = form.is_valid() and form.cleaned_data["graph"]
-    report = log_check(graph=graph)
+    report = report_for_reader(log_check(graph=graph), readable_collections(request.user))
     context = {"report": report, "graph": graph, "first": report.problems[0] if report.problems else None}
     return render(request, "ledger/verify.html", {**context, "verify_form": form})

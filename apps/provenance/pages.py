@@ -1,19 +1,25 @@
 """What the audit pages show: the filtered list of answers, and one answer's provenance record
 laid out for its page (the answer cut into token spans, per token its supporting sentences with
-fast and exact scores, the sources with readable graph paths, the retrieval trace)."""
+fast and exact scores, the sources with readable graph paths, the retrieval trace).
+
+Who sees which answer: an answer is readable when every collection it drew on — its sources'
+documents and its seeds (where recorded) — is readable by the viewer (apps.accounts.access). The
+list leaves the others out; their pages and exports are 404s, like answers that do not exist. The
+scope an answer was asked over is shown without the collections the viewer cannot read."""
 
 from __future__ import annotations
 
 import datetime
 import re
 import uuid
-from collections.abc import Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from django.core.paginator import Page, Paginator
 from django.db.models import Exists, OuterRef, QuerySet
 
+from apps.accounts.access import covers
 from apps.answers.expansion import question_entity_ids
 from apps.answers.models import Answer
 from apps.answers.types import STAGES
@@ -68,19 +74,50 @@ def _filtered(filters: AnswerFilters) -> QuerySet[Answer]:
     return answers.order_by("-created_at")
 
 
-def _using_document(answers: QuerySet[Answer], term: str) -> list[uuid.UUID]:
-    rows = answers.values_list("id", "sources")
-    return [pk for pk, sources in rows.iterator(chunk_size=200) if any(source_uses_document(s, term) for s in sources)]
+def answer_collections(sources: Iterable[Mapping[str, Any]], seeds: Iterable[Mapping[str, Any]] | None) -> set[str]:
+    """The collections an answer drew on: its sources' and its seeds' (seeds recorded before
+    accounts existed carry none)."""
+    found = {str(source.get("collection") or "") for source in sources}
+    found |= {str(seed.get("collection") or "") for seed in seeds or []}
+    found.discard("")
+    return found
 
 
-def answers_page(*, filters: AnswerFilters, page: str | int | None) -> tuple[Page[Any], list[Answer]]:
-    """One page of the answers that pass ``filters``, newest first: the page (for its links) and its answers."""
+def answer_readable(answer: Answer, readable: Collection[str] | None) -> bool:
+    """Whether a viewer who can read ``readable`` (None: everything) may see ``answer``."""
+    return covers(readable, answer_collections(answer.sources, answer.seeds))
+
+
+def _matching(answers: QuerySet[Answer], term: str, readable: Collection[str] | None) -> list[uuid.UUID]:
+    rows = answers.values_list("id", "sources", "seeds")
+    return [
+        pk
+        for pk, sources, seeds in rows.iterator(chunk_size=200)
+        if (not term or any(source_uses_document(s, term) for s in sources))
+        and covers(readable, answer_collections(sources, seeds))
+    ]
+
+
+def answers_page(
+    *, filters: AnswerFilters, page: str | int | None, readable: Collection[str] | None
+) -> tuple[Page[Any], list[Answer]]:
+    """One page of the answers that pass ``filters`` and that a viewer who can read ``readable``
+    (None: everything) may see, newest first: the page (for its links) and its answers."""
     answers = _filtered(filters)
-    if not filters.document:
+    if not filters.document and readable is None:
         answer_page: Page[Any] = Paginator(answers, PAGE_SIZE).get_page(page)
         return answer_page, list(answer_page.object_list)
-    id_page: Page[Any] = Paginator(_using_document(answers, filters.document), PAGE_SIZE).get_page(page)
+    id_page: Page[Any] = Paginator(_matching(answers, filters.document, readable), PAGE_SIZE).get_page(page)
     return id_page, list(answers.filter(id__in=list(id_page.object_list)))
+
+
+def record_for_reader(record: dict[str, Any], readable: Collection[str] | None) -> dict[str, Any]:
+    """A readable answer's provenance record as a viewer sees it: the scope it was asked over
+    without the collections the viewer cannot read (its sources and seeds are readable already)."""
+    scope = record.get("collections")
+    if readable is None or scope is None:
+        return record
+    return {**record, "collections": [name for name in scope if name in readable]}
 
 
 # --- one answer --------------------------------------------------------------------
@@ -232,9 +269,10 @@ def _timings(timings: dict[str, Any]) -> list[tuple[str, Any]]:
     return known + sorted((key, value) for key, value in timings.items() if key not in order)
 
 
-def answer_page_context(answer: Answer) -> dict[str, Any]:
-    """The template context of an answer's audit page, built from its provenance record."""
-    record = provenance_record(answer)
+def answer_page_context(answer: Answer, *, readable: Collection[str] | None) -> dict[str, Any]:
+    """The template context of an answer's audit page, built from its provenance record as a viewer
+    who can read ``readable`` sees it (the caller checked ``answer_readable``)."""
+    record = record_for_reader(provenance_record(answer), readable)
     fast, exact = record["attribution"].get(FAST), record["attribution"].get(EXACT)
     tokens = page_tokens(fast["tokens"] if fast else [], exact["tokens"] if exact else [])
     labels = _node_labels(record)

@@ -3,17 +3,25 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Collection
 
 from django import forms
 from django.contrib import messages
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
+from apps.accounts.access import readable_collections
+from apps.accounts.roles import audit_required
 from apps.answers.models import Answer
 from apps.provenance import services
-from apps.provenance.access import audit_required
-from apps.provenance.pages import AnswerFilters, answer_page_context, answers_page
+from apps.provenance.pages import (
+    AnswerFilters,
+    answer_page_context,
+    answer_readable,
+    answers_page,
+    record_for_reader,
+)
 
 
 class AnswerFilterForm(forms.Form):
@@ -36,27 +44,37 @@ class AnswerFilterForm(forms.Form):
         )
 
 
+def readable_answer(answer_id: uuid.UUID, readable: Collection[str] | None) -> Answer:
+    """The answer, when the viewer may see it; else 404, exactly as for an answer that does not exist."""
+    answer = get_object_or_404(Answer.objects.select_related("user"), id=answer_id)
+    if not answer_readable(answer, readable):
+        raise Http404("No Answer matches the given query.")  # get_object_or_404's words
+    return answer
+
+
 @audit_required
 @require_GET
 def answers(request: HttpRequest) -> HttpResponse:
     """Answers, newest first, filtered by question, user, dates and the documents they used."""
     form = AnswerFilterForm(request.GET)
-    page, rows = answers_page(filters=form.filters(), page=request.GET.get("page"))
+    readable = readable_collections(request.user)
+    page, rows = answers_page(filters=form.filters(), page=request.GET.get("page"), readable=readable)
     return render(request, "provenance/answers.html", {"form": form, "page": page, "answers": rows})
 
 
 @audit_required
 @require_GET
 def answer_detail(request: HttpRequest, answer_id: uuid.UUID) -> HttpResponse:
-    answer = get_object_or_404(Answer.objects.select_related("user"), id=answer_id)
-    return render(request, "provenance/answer.html", answer_page_context(answer))
+    readable = readable_collections(request.user)
+    answer = readable_answer(answer_id, readable)
+    return render(request, "provenance/answer.html", answer_page_context(answer, readable=readable))
 
 
 @audit_required
 @require_POST
 def answer_exact(request: HttpRequest, answer_id: uuid.UUID) -> HttpResponse:
     """Queue exact attribution of the answer, then back to its page with what happened."""
-    answer = get_object_or_404(Answer, id=answer_id)
+    answer = readable_answer(answer_id, readable_collections(request.user))
     try:
         task_id = services.exact_request(answer)
     except services.ProvenanceError as exc:
@@ -69,7 +87,9 @@ def answer_exact(request: HttpRequest, answer_id: uuid.UUID) -> HttpResponse:
 @audit_required
 @require_GET
 def answer_export(request: HttpRequest, answer_id: uuid.UUID) -> HttpResponse:
-    answer = get_object_or_404(Answer.objects.select_related("user"), id=answer_id)
-    response = JsonResponse(services.provenance_record(answer), json_dumps_params={"ensure_ascii": False})
+    readable = readable_collections(request.user)
+    answer = readable_answer(answer_id, readable)
+    record = record_for_reader(services.provenance_record(answer), readable)
+    response = JsonResponse(record, json_dumps_params={"ensure_ascii": False})
     response["Content-Disposition"] = f'attachment; filename="answer-{answer.id}.json"'
     return response

@@ -17,6 +17,7 @@ from django.test import Client
 from neo4j import Driver, GraphDatabase
 from pytest_django.fixtures import Settings
 
+from apps.accounts.services import collection_ensure
 from apps.answers.generation import answer_claim, answer_generate
 from apps.answers.models import Answer
 from apps.answers.pipeline import RetrievalTools, retrieve
@@ -60,7 +61,9 @@ def ingest(driver: Driver, files: dict[str, str], collection: str) -> dict[str, 
 
 @pytest.fixture
 def corpus(empty_graph: Driver) -> dict[str, str]:
-    return ingest(empty_graph, {"journal.txt": JOURNAL, "society.txt": SOCIETY, **DISTRACTORS}, "moss")
+    ids = ingest(empty_graph, {"journal.txt": JOURNAL, "society.txt": SOCIETY, **DISTRACTORS}, "moss")
+    collection_ensure(name="moss", public=True)  # the API and search page tests ask without logging in
+    return ids
 
 
 @pytest.fixture

@@ -18,6 +18,8 @@ from django.test import Client
 from django.utils.html import escape
 from pytest_django.fixtures import Settings
 
+from apps.accounts.models import CollectionGrant
+from apps.accounts.services import collection_ensure
 from apps.graph import driver as graph_driver
 from apps.ledger import merkle
 from apps.ledger import services as ledger_services
@@ -98,6 +100,8 @@ def diff_rows(content: str) -> dict[str, bool]:
 def auditor(client: Client) -> Client:
     user = User.objects.create_user("audrey", password="x")
     user.groups.add(Group.objects.get_or_create(name="auditor")[0])
+    # The answers and documents of these tests are in "demo", which audrey may read.
+    CollectionGrant.objects.create(collection=collection_ensure(name="demo"), user=user)
     client.force_login(user)
     return client
 
@@ -142,9 +146,9 @@ def test_visitors_are_sent_to_log_in(client: Client) -> None:
     for url in GET_PAGES:
         response = client.get(url)
         assert response.status_code == 302, url
-        assert response["Location"] == f"/admin/login/?next={url}"
+        assert response["Location"] == f"/accounts/login/?next={url}"
     response = client.post("/audit/log/verify/")
-    assert response.status_code == 302 and response["Location"] == "/admin/login/?next=/audit/log/verify/"
+    assert response.status_code == 302 and response["Location"] == "/accounts/login/?next=/audit/log/verify/"
 
 
 def test_users_without_the_auditor_role_get_a_plain_403(outsider: Client) -> None:

@@ -15,6 +15,8 @@ import pytest
 from django.contrib.auth.models import AnonymousUser, Group, User
 from django.test import Client
 
+from apps.accounts.models import CollectionGrant
+from apps.accounts.services import collection_ensure
 from apps.answers.expansion import question_entity_ids
 from apps.answers.models import Answer
 from apps.provenance import services
@@ -178,6 +180,8 @@ def listed(response: Any) -> list[str]:
 def auditor(client: Client) -> Client:
     user = User.objects.create_user("audrey", password="x")
     user.groups.add(Group.objects.get_or_create(name="auditor")[0])
+    # The answers and documents of these tests are in "demo", which audrey may read.
+    CollectionGrant.objects.create(collection=collection_ensure(name="demo"), user=user)
     client.force_login(user)
     return client
 
@@ -193,7 +197,7 @@ def outsider(client: Client) -> Client:
 
 def test_only_superusers_and_auditors_may_audit() -> None:
     auditor = User.objects.create_user("a")
-    auditor.groups.add(Group.objects.create(name="auditor"))
+    auditor.groups.add(Group.objects.get_or_create(name="auditor")[0])
     assert can_audit(auditor)
     assert can_audit(User.objects.create_superuser("root"))
     assert not can_audit(User.objects.create_user("staff", is_staff=True))
@@ -205,7 +209,7 @@ def test_visitors_are_sent_to_log_in(client: Client) -> None:
     for url in ("/audit/answers/", f"/audit/answers/{answer.id}/", f"/audit/answers/{answer.id}/export.json"):
         response = client.get(url)
         assert response.status_code == 302, url
-        assert response["Location"] == f"/admin/login/?next={url}"
+        assert response["Location"] == f"/accounts/login/?next={url}"
     assert client.post(f"/audit/answers/{answer.id}/exact/").status_code == 302
 
 

@@ -3,6 +3,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from apps.answers.scope import EVERY_COLLECTION
 from apps.answers.services import answer_ask
 from apps.answers.tools import default_tools, retrieval_params
 from apps.answers.types import AnswerError
@@ -24,7 +25,8 @@ class Command(BaseCommand):
         try:
             result = answer_ask(
                 question=options["question"],
-                collections=options["collections"],
+                # The command line is the operator's: every collection unless told which.
+                collections=options["collections"] or EVERY_COLLECTION,
                 generate=not options["no_generate"],
                 mode=options["mode"],
                 user=None,

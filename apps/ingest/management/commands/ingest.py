@@ -6,6 +6,7 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from apps.accounts.services import AccountsError
 from apps.health.checks import check_celery
 from apps.ingest.jobs import job_create, job_wait
 from apps.ingest.models import IngestJob
@@ -40,6 +41,9 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("paths", nargs="+", metavar="PATH")
         parser.add_argument("--collection", default=None, help="collection name (default: RAGKG_DEFAULT_COLLECTION)")
+        parser.add_argument(
+            "--public", action="store_true", help="make the collection readable by everyone (default: private)"
+        )
         parser.add_argument("--wait", action="store_true", help="wait for the job, showing a progress bar")
         parser.add_argument("--json", action="store_true", help="print the job as JSON")
         parser.add_argument("--timeout", type=float, default=3600.0, help="seconds --wait waits at most")
@@ -50,7 +54,14 @@ class Command(BaseCommand):
         if not worker.ok:
             raise CommandError(f"no Celery worker can take the job: {worker.detail} (fix: {worker.fix})")
         collection = options["collection"] or settings.DEFAULT_COLLECTION
-        job = job_create(collection=collection, uploads=[(name, path.read_bytes()) for name, path in files])
+        try:
+            job = job_create(
+                collection=collection,
+                uploads=[(name, path.read_bytes()) for name, path in files],
+                public=True if options["public"] else None,
+            )
+        except AccountsError as exc:
+            raise CommandError(str(exc)) from exc
         if options["wait"]:
             job = self.wait(job, timeout=options["timeout"], bar=not options["json"])
         if options["json"]:

@@ -4,6 +4,7 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from apps.accounts.services import collection_ensure
 from apps.ingest.corpora import demo_files
 from apps.ingest.jobs import job_create, job_wait
 from apps.ingest.management.commands.ingest import progress_bar
@@ -11,7 +12,10 @@ from apps.ingest.models import Document
 
 
 class Command(BaseCommand):
-    help = "Load the demo corpus (HotpotQA passages, images, tables from ../shared/data) into collection 'demo'."
+    help = (
+        "Load the demo corpus (HotpotQA passages, images, tables from ../shared/data) into collection 'demo', "
+        "which everyone may read."
+    )
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--data-dir", default=None, help="default: RAGKG_DEMO_DATA_DIR")
@@ -22,11 +26,12 @@ class Command(BaseCommand):
         if not (data_dir / "multihop").is_dir():
             raise CommandError(f"no demo data at {data_dir} (set RAGKG_DEMO_DATA_DIR)")
         files = demo_files(data_dir)
+        collection_ensure(name="demo", public=True)
         if Document.objects.filter(collection="demo").count() >= len(files):
             self.stdout.write(f"demo corpus already loaded ({len(files)} files)")
             return
         self.stdout.write(f"loading the demo corpus: {len(files)} files from {data_dir}")
-        job = job_create(collection="demo", uploads=files)
+        job = job_create(collection="demo", uploads=files, public=True)
         if not options["wait"]:
             self.stdout.write(f"job {job.id} queued; follow it at /ingest/jobs/{job.id}/")
             return

@@ -1,0 +1,118 @@
+"""The curation pages' forms: list filters (GET) and the actions (POST, each with CSRF)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from django import forms
+
+from apps.curation.pages import STATUSES, DocumentFilters, RelationFilters
+from apps.curation.services import MAX_NAME, MAX_PREDICATE
+
+ID_LENGTH = 64  # entity and document ids are 32 hex digits; room for others
+
+
+def errors_text(form: forms.Form) -> str:
+    """A form's errors as one line, for a message."""
+    return "; ".join(
+        f"{form.fields[name].label or name}: {' '.join(str(e) for e in errors)}" for name, errors in form.errors.items()
+    )
+
+
+class EntitySearchForm(forms.Form):
+    q = forms.CharField(required=False, max_length=MAX_NAME, label="Name or alias contains")
+    type = forms.ChoiceField(required=False, label="Type", choices=[("", "any")])
+
+    def __init__(self, *args: Any, types: Sequence[str] = (), **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        type_field = self.fields["type"]
+        assert isinstance(type_field, forms.ChoiceField)
+        type_field.choices = [("", "any"), *((t, t) for t in types)]
+
+    def values(self) -> tuple[str, str]:
+        """(query, type) of the valid fields (an unknown type is reported and ignored)."""
+        self.is_valid()
+        return (self.cleaned_data.get("q") or "").strip(), self.cleaned_data.get("type") or ""
+
+
+class RenameForm(forms.Form):
+    name = forms.CharField(max_length=MAX_NAME, label="New name")
+
+
+class AliasForm(forms.Form):
+    alias = forms.CharField(max_length=MAX_NAME, label="Alias")
+
+
+class MergeForm(forms.Form):
+    """Merge ``drop`` into ``keep``; one of them is the entity whose page posts it."""
+
+    keep = forms.CharField(max_length=ID_LENGTH)
+    drop = forms.CharField(max_length=ID_LENGTH)
+
+
+class PairMergeForm(forms.Form):
+    """A suggested pair; the service keeps the one with more mentions."""
+
+    first = forms.CharField(max_length=ID_LENGTH)
+    second = forms.CharField(max_length=ID_LENGTH)
+
+
+class SplitForm(forms.Form):
+    name = forms.CharField(max_length=MAX_NAME, label="Name of the new entity")
+    documents = forms.MultipleChoiceField(
+        label="Documents whose mentions move to the new entity", widget=forms.CheckboxSelectMultiple
+    )
+
+    def __init__(self, *args: Any, documents: Sequence[dict[str, Any]] = (), **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        field = self.fields["documents"]
+        assert isinstance(field, forms.MultipleChoiceField)
+        field.choices = [
+            (d["id"], f"{d['collection']}/{d['path']} ({d['mentions']} mention{'s' if d['mentions'] != 1 else ''})")
+            for d in documents
+        ]
+
+
+class RelationFilterForm(forms.Form):
+    status = forms.ChoiceField(required=False, label="Status", choices=[("", "any"), *((s, s) for s in STATUSES)])
+    predicate = forms.CharField(required=False, max_length=MAX_PREDICATE, label="Predicate")
+    entity = forms.CharField(required=False, max_length=MAX_NAME, label="Entity (name or id)")
+
+    def filters(self) -> RelationFilters:
+        """The filters of the valid fields (an unknown status is reported and ignored)."""
+        self.is_valid()
+        data = self.cleaned_data
+        return RelationFilters(
+            status=data.get("status") or "",
+            predicate=(data.get("predicate") or "").strip(),
+            entity=(data.get("entity") or "").strip(),
+        )
+
+
+class RelationForm(forms.Form):
+    """Names one relation: its source, predicate and target."""
+
+    source = forms.CharField(max_length=ID_LENGTH)
+    predicate = forms.CharField(max_length=200, strip=False)
+    target = forms.CharField(max_length=ID_LENGTH)
+
+
+class PredicateForm(RelationForm):
+    new_predicate = forms.CharField(max_length=MAX_PREDICATE, label="New predicate")
+
+
+class DocumentFilterForm(forms.Form):
+    collection = forms.ChoiceField(required=False, label="Collection", choices=[("", "any")])
+    text = forms.CharField(required=False, max_length=500, label="Title or path contains")
+
+    def __init__(self, *args: Any, collections: Sequence[str] = (), **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        field = self.fields["collection"]
+        assert isinstance(field, forms.ChoiceField)
+        field.choices = [("", "any"), *((c, c) for c in collections)]
+
+    def filters(self) -> DocumentFilters:
+        self.is_valid()
+        data = self.cleaned_data
+        return DocumentFilters(collection=data.get("collection") or "", text=(data.get("text") or "").strip())

@@ -1,0 +1,257 @@
+"""What the curation pages show: entities, one entity with its mentions and relations, what a
+deletion or split takes, relations and documents, each limited to the collections the curator
+can read (``collections``: None means every collection; it goes into every query)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from django.conf import settings
+from django.core.paginator import Page, Paginator
+from django.db.models import Q, QuerySet
+from neo4j import Driver
+
+from apps.graph import cypher
+from apps.ingest.models import Document
+from apps.ledger.models import ChangeEntry
+
+PAGE_SIZE = 50
+SNIPPETS = 8
+SNIPPET_CONTEXT = 90  # characters either side of a mention
+RELATIONS = 100
+RELEASED_SHOWN = 100
+STATUSES = ("proposed", "approved", "rejected")
+
+Collections = Sequence[str] | None
+
+
+def _query(driver: Driver, statement: str, **params: Any) -> list[Any]:
+    records, _, _ = driver.execute_query(statement, database_=settings.NEO4J_DATABASE, **params)
+    return list(records)
+
+
+def _readable(collections: Collections) -> list[str] | None:
+    return None if collections is None else list(collections)
+
+
+def page_number(value: str | int | None) -> int:
+    try:
+        return max(1, int(value or 1))
+    except (TypeError, ValueError):
+        return 1
+
+
+@dataclass(frozen=True)
+class Listing:
+    """One page of graph rows, with what its page links need."""
+
+    rows: list[dict[str, Any]]
+    total: int
+    number: int
+    size: int = PAGE_SIZE
+
+    @property
+    def num_pages(self) -> int:
+        return max(1, -(-self.total // self.size))
+
+    @property
+    def has_previous(self) -> bool:
+        return self.number > 1
+
+    @property
+    def has_next(self) -> bool:
+        return self.number < self.num_pages
+
+    @property
+    def has_other_pages(self) -> bool:
+        return self.has_previous or self.has_next
+
+    @property
+    def previous_page_number(self) -> int:
+        return self.number - 1
+
+    @property
+    def next_page_number(self) -> int:
+        return self.number + 1
+
+
+def _listing(driver: Driver, statement: str, *, page: int, size: int = PAGE_SIZE, **params: Any) -> Listing:
+    [record] = _query(driver, statement, skip=(page - 1) * size, limit=size, **params)
+    return Listing(rows=[dict(row) for row in record["rows"]], total=int(record["total"]), number=page, size=size)
+
+
+# --- entities --------------------------------------------------------------------------------
+
+
+def entities_page(
+    *, driver: Driver, query: str, type_: str, collections: Collections, page: int, size: int = PAGE_SIZE
+) -> Listing:
+    """Entities whose name or an alias contains ``query`` (any case), most mentioned first, each
+    with its mentions and documents in the readable collections."""
+    params = {"query": query.strip().lower(), "type": type_, "collections": _readable(collections)}
+    listing = _listing(driver, cypher.CURATION_ENTITIES_PAGE, page=page, size=size, **params)
+    if listing.rows:
+        ids = [row["id"] for row in listing.rows]
+        records = _query(driver, cypher.CURATION_ENTITY_DOCUMENT_COUNTS, ids=ids, collections=_readable(collections))
+        documents = {r["id"]: int(r["documents"]) for r in records}
+        for row in listing.rows:
+            row["documents"] = documents.get(row["id"], 0)
+    return listing
+
+
+def entity_types(*, driver: Driver) -> list[str]:
+    return [str(r["type"]) for r in _query(driver, cypher.CURATION_ENTITY_TYPES) if r["type"]]
+
+
+def snippet(text: str, start: int | None, end: int | None, context: int = SNIPPET_CONTEXT) -> dict[str, str]:
+    """The mention in ``text[start:end]`` with up to ``context`` characters either side (cut at spaces)."""
+    if start is None or end is None or not 0 <= start <= end <= len(text):
+        cut = text[: 2 * context]
+        return {"before": "", "mention": "", "after": cut + ("…" if len(text) > len(cut) else "")}
+    left, right = max(0, start - context), min(len(text), end + context)
+    if left > 0 and " " in text[left:start]:
+        left = text.index(" ", left, start) + 1
+    if right < len(text) and " " in text[end:right]:
+        right = text.rindex(" ", end, right)
+    return {
+        "before": ("…" if left > 0 else "") + text[left:start],
+        "mention": text[start:end],
+        "after": text[end:right] + ("…" if right < len(text) else ""),
+    }
+
+
+def entity_page(*, driver: Driver, entity_id: str, collections: Collections) -> dict[str, Any] | None:
+    """An entity with its readable mentions (a few snippets), documents and relations; None when
+    it does not exist, or no unit the reader can read mentions it."""
+    readable = _readable(collections)
+    found = _query(driver, cypher.CURATION_ENTITY, id=entity_id, collections=readable)
+    if not found or (readable is not None and not found[0]["mentions"]):
+        return None
+    record = found[0]
+    snippets = [
+        {**dict(r), **snippet(str(r["text"]), r["start"], r["end"])}
+        for r in _query(driver, cypher.CURATION_ENTITY_SNIPPETS, id=entity_id, collections=readable, limit=SNIPPETS)
+    ]
+    relations = [
+        dict(r)
+        for r in _query(driver, cypher.CURATION_ENTITY_RELATIONS, id=entity_id, collections=readable, limit=RELATIONS)
+    ]
+    return {
+        "entity": dict(record["entity"]),
+        "mentions": int(record["mentions"]),
+        "documents": int(record["documents"]),
+        "all_mentions": int(record["all_mentions"]),
+        "all_relations": int(record["all_relations"]),
+        "all_documents": int(record["all_documents"]),
+        "snippets": snippets,
+        "relations": relations,
+    }
+
+
+def entity_hidden(*, driver: Driver, entity_id: str, collections: Collections) -> bool:
+    """Whether the entity exists but no unit the reader can read mentions it."""
+    if collections is None:
+        return False
+    found = _query(driver, cypher.CURATION_ENTITY, id=entity_id, collections=list(collections))
+    return bool(found) and not found[0]["mentions"]
+
+
+def entity_documents(*, driver: Driver, entity_id: str, collections: Collections) -> list[dict[str, Any]]:
+    """The readable documents that mention the entity, with their mention counts."""
+    records = _query(driver, cypher.CURATION_ENTITY_DOCUMENTS, id=entity_id, collections=_readable(collections))
+    return [dict(r) for r in records]
+
+
+# --- relations -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RelationFilters:
+    """The relations list's filters; empty values filter nothing."""
+
+    status: str = ""
+    predicate: str = ""
+    entity: str = ""  # an entity id, or a piece of an entity's name
+
+
+def relations_page(
+    *, driver: Driver, filters: RelationFilters, collections: Collections, page: int, size: int = PAGE_SIZE
+) -> Listing:
+    return _listing(
+        driver,
+        cypher.CURATION_RELATIONS_PAGE,
+        page=page,
+        size=size,
+        status=filters.status,
+        predicate=filters.predicate,
+        entity=filters.entity,
+        collections=_readable(collections),
+    )
+
+
+def predicates(*, driver: Driver) -> list[str]:
+    return [str(r["predicate"]) for r in _query(driver, cypher.CURATION_PREDICATES) if r["predicate"]]
+
+
+def relation_hidden(*, driver: Driver, source: str, predicate: str, target: str, collections: Collections) -> bool:
+    """Whether the relation exists but no document the reader can read supports it."""
+    params = {"source": source, "predicate": predicate, "target": target, "collections": _readable(collections)}
+    found = _query(driver, cypher.CURATION_RELATION_READABLE, **params)
+    return bool(found) and not found[0]["readable"]
+
+
+# --- documents -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DocumentFilters:
+    collection: str = ""
+    text: str = ""  # a piece of the title or path
+
+
+def readable_documents(collections: Collections) -> QuerySet[Document]:
+    documents = Document.objects.all()
+    return documents if collections is None else documents.filter(collection__in=list(collections))
+
+
+def documents_page(*, filters: DocumentFilters, collections: Collections, page: str | int | None) -> Page[Document]:
+    documents = readable_documents(collections)
+    if filters.collection:
+        documents = documents.filter(collection=filters.collection)
+    if filters.text:
+        documents = documents.filter(Q(title__icontains=filters.text) | Q(path__icontains=filters.text))
+    return Paginator(documents.order_by("collection", "path"), PAGE_SIZE).get_page(page)
+
+
+def document_collections(collections: Collections) -> list[str]:
+    """The readable collections that hold documents."""
+    names = readable_documents(collections).values_list("collection", flat=True).distinct()
+    return sorted(set(names))
+
+
+def document_delete_preview(*, driver: Driver, document_id: str) -> dict[str, Any]:
+    """What deleting the document removes from the graph: its units, and the entities and
+    relations only it supports (read as ``document_delete`` writes it)."""
+    parts = _query(driver, cypher.CURATION_DOCUMENT_PARTS, document_id=document_id)
+    entities = _query(driver, cypher.CURATION_DOCUMENT_ENTITIES_RELEASED, document_id=document_id, limit=RELEASED_SHOWN)
+    relations = _query(driver, cypher.CURATION_DOCUMENT_RELATIONS_RELEASED, document_id=document_id)
+    counts = {key: int(value) for key, value in dict(parts[0]).items()} if parts else {}
+    entity_row: dict[str, Any] = dict(entities[0]) if entities else {"mentioned": 0, "released": 0, "entities": []}
+    relation_row: dict[str, Any] = dict(relations[0]) if relations else {"supported": 0, "released": 0}
+    return {
+        "in_graph": bool(parts),
+        **{part: counts.get(part, 0) for part in ("chunks", "images", "tables", "rows")},
+        "entities_mentioned": int(entity_row["mentioned"]),
+        "entities_released": int(entity_row["released"]),
+        "released_entities": [dict(e) for e in entity_row["entities"]],
+        "relations_supported": int(relation_row["supported"]),
+        "relations_released": int(relation_row["released"]),
+    }
+
+
+def document_deletion_entry(document_id: str) -> int | None:
+    """The change-log entry that recorded the document's deletion, if any."""
+    entries = ChangeEntry.objects.filter(action="document.deleted", ref=document_id).order_by("-seq")
+    return entries.values_list("seq", flat=True).first()

@@ -1,0 +1,414 @@
+"""The curation pages: entities (search, one entity, rename, alias, merge, split, delete, merge
+suggestions), relations (filter, approve, reject, remove, edit the predicate) and documents
+(filter, delete after a preview). Curators only; every action is a POST with CSRF, logged with
+the curator as actor, and answered with a link to its change-log entry."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from functools import wraps
+
+import neo4j.exceptions
+from django.conf import settings
+from django.contrib import messages
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.utils.html import format_html
+from django.utils.http import url_has_allowed_host_and_scheme
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from apps.accounts.access import readable_collections
+from apps.accounts.roles import CURATOR, role_required
+from apps.core.dependencies import NEO4J, DependencyUnavailable, classify, fix_for
+from apps.core.http import HtmxHttpRequest
+from apps.curation import pages, services
+from apps.curation.forms import (
+    AliasForm,
+    DocumentFilterForm,
+    EntitySearchForm,
+    MergeForm,
+    PairMergeForm,
+    PredicateForm,
+    RelationFilterForm,
+    RelationForm,
+    RenameForm,
+    SplitForm,
+    errors_text,
+)
+from apps.curation.services import Curated, CurationError
+from apps.curation.suggestions import merge_suggestions, name_embedder
+from apps.graph.driver import get_driver
+from apps.ingest.services import document_delete
+
+View = Callable[..., HttpResponse]
+MERGE_CHOICES = 10
+
+
+def graph_required(view: View) -> View:
+    """Neo4j out of reach (any driver or socket error) answers the 503 page of apps.core's middleware."""
+
+    @wraps(view)
+    def guarded(request: HttpRequest, *args: object, **kwargs: object) -> HttpResponse:
+        try:
+            return view(request, *args, **kwargs)
+        except (neo4j.exceptions.DriverError, OSError) as exc:
+            down = classify(exc) or DependencyUnavailable(
+                NEO4J, f"cannot reach Neo4j at {settings.NEO4J_URI}", fix_for(NEO4J)
+            )
+            raise down from exc
+
+    return guarded
+
+
+def _actor(request: HttpRequest) -> str:
+    return f"user:{request.user.get_username()}"
+
+
+def _back(request: HttpRequest, default: str) -> HttpResponse:
+    """Redirect to the form's ``next`` (a path of this site), else to ``default``."""
+    target = request.POST.get("next", "")
+    if target and url_has_allowed_host_and_scheme(target, allowed_hosts={request.get_host()}):
+        return redirect(target)
+    return redirect(default)
+
+
+def _done(request: HttpRequest, text: str, result: Curated) -> None:
+    """Tell what happened, with a link to the change-log entry (and whether the graph follows later)."""
+    link = reverse("ledger:entry", args=[result.seq])
+    later = "" if result.applied else " Neo4j is unavailable: the graph follows as soon as it is back."
+    messages.success(request, format_html('{} <a href="{}">Change-log entry #{}</a>.{}', text, link, result.seq, later))
+
+
+def _act(request: HttpRequest, action: Callable[[], Curated], text: str) -> Curated | None:
+    """Run a curation service; its refusal becomes an error message."""
+    try:
+        result = action()
+    except CurationError as exc:
+        messages.error(request, str(exc))
+        return None
+    _done(request, text, result)
+    return result
+
+
+def _guard_entities(request: HttpRequest, *entity_ids: str) -> None:
+    """404 for an entity that exists but that the curator cannot see (no readable mention)."""
+    collections = readable_collections(request.user)
+    for entity_id in entity_ids:
+        if pages.entity_hidden(driver=get_driver(), entity_id=entity_id, collections=collections):
+            raise Http404("no such entity")
+
+
+def _guard_relation(request: HttpRequest, form: RelationForm) -> None:
+    data = form.cleaned_data
+    if pages.relation_hidden(
+        driver=get_driver(),
+        source=data["source"],
+        predicate=data["predicate"],
+        target=data["target"],
+        collections=readable_collections(request.user),
+    ):
+        raise Http404("no such relation")
+
+
+@role_required(CURATOR)
+@require_GET
+def index(request: HttpRequest) -> HttpResponse:
+    return render(request, "curation/index.html")
+
+
+# --- entities --------------------------------------------------------------------------------
+
+
+@role_required(CURATOR)
+@require_GET
+@graph_required
+def entities(request: HtmxHttpRequest) -> HttpResponse:
+    """Entities by name or alias and type, most mentioned first."""
+    driver = get_driver()
+    form = EntitySearchForm(request.GET, types=pages.entity_types(driver=driver))
+    query, type_ = form.values()
+    listing = pages.entities_page(
+        driver=driver,
+        query=query,
+        type_=type_,
+        collections=readable_collections(request.user),
+        page=pages.page_number(request.GET.get("page")),
+    )
+    template = "curation/entities.html#results" if request.htmx else "curation/entities.html"
+    return render(request, template, {"form": form, "page": listing, "query": query})
+
+
+@role_required(CURATOR)
+@require_GET
+@graph_required
+def entity_detail(request: HttpRequest, entity_id: str) -> HttpResponse:
+    """An entity's names, mentions and relations, with its actions; ``merge_q`` finds merge partners."""
+    driver = get_driver()
+    collections = readable_collections(request.user)
+    context = pages.entity_page(driver=driver, entity_id=entity_id, collections=collections)
+    if context is None:
+        raise Http404("no such entity")
+    merge_q = request.GET.get("merge_q", "").strip()[: services.MAX_NAME]
+    if merge_q:
+        found = pages.entities_page(
+            driver=driver, query=merge_q, type_="", collections=collections, page=1, size=MERGE_CHOICES + 1
+        )
+        context["merge_choices"] = [row for row in found.rows if row["id"] != entity_id][:MERGE_CHOICES]
+    context.update(
+        merge_q=merge_q,
+        rename_form=RenameForm(initial={"name": context["entity"]["name"]}),
+        alias_form=AliasForm(),
+    )
+    return render(request, "curation/entity.html", context)
+
+
+@role_required(CURATOR)
+@require_POST
+@graph_required
+def entity_rename(request: HttpRequest, entity_id: str) -> HttpResponse:
+    _guard_entities(request, entity_id)
+    form = RenameForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, errors_text(form))
+    else:
+        name = form.cleaned_data["name"]
+        _act(
+            request,
+            lambda: services.entity_rename(driver=get_driver(), entity_id=entity_id, name=name, actor=_actor(request)),
+            f"Renamed to “{' '.join(name.split())}”.",
+        )
+    return redirect("curation:entity", entity_id=entity_id)
+
+
+@role_required(CURATOR)
+@require_POST
+@graph_required
+def entity_alias(request: HttpRequest, entity_id: str) -> HttpResponse:
+    _guard_entities(request, entity_id)
+    form = AliasForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, errors_text(form))
+    else:
+        alias = form.cleaned_data["alias"]
+        _act(
+            request,
+            lambda: services.entity_alias_add(
+                driver=get_driver(), entity_id=entity_id, alias=alias, actor=_actor(request)
+            ),
+            f"Added the alias “{' '.join(alias.split())}”.",
+        )
+    return redirect("curation:entity", entity_id=entity_id)
+
+
+@role_required(CURATOR)
+@require_POST
+@graph_required
+def entity_merge(request: HttpRequest, entity_id: str) -> HttpResponse:
+    """Merge this entity into another one, or another one into this (``keep`` and ``drop``)."""
+    form = MergeForm(request.POST)
+    if not form.is_valid() or entity_id not in (form.cleaned_data["keep"], form.cleaned_data["drop"]):
+        messages.error(request, errors_text(form) or "a merge names this entity and one other")
+        return redirect("curation:entity", entity_id=entity_id)
+    keep, drop = form.cleaned_data["keep"], form.cleaned_data["drop"]
+    _guard_entities(request, keep, drop)
+    result = _act(
+        request,
+        lambda: services.entity_merge(driver=get_driver(), keep=keep, drop=drop, actor=_actor(request)),
+        "Merged.",
+    )
+    return redirect("curation:entity", entity_id=keep if result else entity_id)
+
+
+@role_required(CURATOR)
+@require_http_methods(["GET", "POST"])
+@graph_required
+def entity_delete(request: HttpRequest, entity_id: str) -> HttpResponse:
+    """GET: what deleting the entity takes with it; POST: delete it."""
+    driver = get_driver()
+    if request.method == "POST":
+        _guard_entities(request, entity_id)
+        result = _act(
+            request,
+            lambda: services.entity_delete(driver=driver, entity_id=entity_id, actor=_actor(request)),
+            "Deleted the entity.",
+        )
+        return redirect("curation:entities") if result else redirect("curation:entity", entity_id=entity_id)
+    context = pages.entity_page(driver=driver, entity_id=entity_id, collections=readable_collections(request.user))
+    if context is None:
+        raise Http404("no such entity")
+    return render(request, "curation/entity_delete.html", context)
+
+
+@role_required(CURATOR)
+@require_http_methods(["GET", "POST"])
+@graph_required
+def entity_split(request: HttpRequest, entity_id: str) -> HttpResponse:
+    """GET: choose the documents whose mentions become a new entity; POST: split."""
+    driver = get_driver()
+    collections = readable_collections(request.user)
+    context = pages.entity_page(driver=driver, entity_id=entity_id, collections=collections)
+    if context is None:
+        raise Http404("no such entity")
+    documents = pages.entity_documents(driver=driver, entity_id=entity_id, collections=collections)
+    data = request.POST if request.method == "POST" else None
+    form = SplitForm(data, documents=documents, initial={"name": context["entity"]["name"]})
+    if form.is_valid():
+        try:
+            result = services.entity_split(
+                driver=driver,
+                entity_id=entity_id,
+                document_ids=form.cleaned_data["documents"],
+                name=form.cleaned_data["name"],
+                actor=_actor(request),
+            )
+        except CurationError as exc:
+            form.add_error(None, str(exc))
+        else:
+            _done(request, "Split: the mentions in those documents belong to this new entity now.", result)
+            return redirect("curation:entity", entity_id=result.entity_id)
+    status = 400 if form.is_bound else 200
+    return render(request, "curation/entity_split.html", {**context, "form": form}, status=status)
+
+
+@role_required(CURATOR)
+@require_GET
+@graph_required
+def suggestions(request: HtmxHttpRequest) -> HttpResponse:
+    """Pairs of entities that may be one, best first, each with a one-click merge.
+
+    While the text embedder is not loaded in this process the page ranks by names alone and asks
+    for the embedding ranking (``?embeddings=1``) right after it shows (htmx; a link without it)."""
+    started = time.perf_counter()
+    embedder = name_embedder(load=request.GET.get("embeddings") == "1")
+    pairs = merge_suggestions(driver=get_driver(), collections=readable_collections(request.user), embed=embedder.embed)
+    context = {"pairs": pairs, "embedder": embedder.state, "seconds": time.perf_counter() - started}
+    template = "curation/suggestions.html#results" if request.htmx else "curation/suggestions.html"
+    return render(request, template, context)
+
+
+@role_required(CURATOR)
+@require_POST
+@graph_required
+def suggestion_merge(request: HttpRequest) -> HttpResponse:
+    form = PairMergeForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, errors_text(form))
+        return redirect("curation:suggestions")
+    first, second = form.cleaned_data["first"], form.cleaned_data["second"]
+    _guard_entities(request, first, second)
+    _act(
+        request,
+        lambda: services.entity_pair_merge(driver=get_driver(), first=first, second=second, actor=_actor(request)),
+        "Merged the pair (the entity with more mentions stays).",
+    )
+    return redirect("curation:suggestions")
+
+
+# --- relations -------------------------------------------------------------------------------
+
+
+@role_required(CURATOR)
+@require_GET
+@graph_required
+def relations(request: HtmxHttpRequest) -> HttpResponse:
+    """Relations by status, predicate and entity, strongest first, each with its actions."""
+    driver = get_driver()
+    form = RelationFilterForm(request.GET)
+    listing = pages.relations_page(
+        driver=driver,
+        filters=form.filters(),
+        collections=readable_collections(request.user),
+        page=pages.page_number(request.GET.get("page")),
+    )
+    context = {"form": form, "page": listing, "predicates": pages.predicates(driver=driver)}
+    template = "curation/relations.html#results" if request.htmx else "curation/relations.html"
+    return render(request, template, context)
+
+
+def _relation_action(request: HttpRequest, form: RelationForm, action: Callable[[], Curated], text: str) -> None:
+    if not form.is_valid():
+        messages.error(request, errors_text(form))
+        return
+    _guard_relation(request, form)
+    _act(request, action, text)
+
+
+@role_required(CURATOR)
+@require_POST
+@graph_required
+def relation_review(request: HttpRequest, approve: bool) -> HttpResponse:
+    form = RelationForm(request.POST)
+    _relation_action(
+        request,
+        form,
+        lambda: services.relation_review(
+            driver=get_driver(), approve=approve, actor=_actor(request), **form.cleaned_data
+        ),
+        "Approved the relation." if approve else "Rejected the relation.",
+    )
+    return _back(request, reverse("curation:relations"))
+
+
+@role_required(CURATOR)
+@require_POST
+@graph_required
+def relation_remove(request: HttpRequest) -> HttpResponse:
+    form = RelationForm(request.POST)
+    _relation_action(
+        request,
+        form,
+        lambda: services.relation_remove(driver=get_driver(), actor=_actor(request), **form.cleaned_data),
+        "Removed the relation.",
+    )
+    return _back(request, reverse("curation:relations"))
+
+
+@role_required(CURATOR)
+@require_POST
+@graph_required
+def relation_predicate(request: HttpRequest) -> HttpResponse:
+    form = PredicateForm(request.POST)
+    _relation_action(
+        request,
+        form,
+        lambda: services.relation_predicate_set(driver=get_driver(), actor=_actor(request), **form.cleaned_data),
+        "Changed the predicate.",
+    )
+    return _back(request, reverse("curation:relations"))
+
+
+# --- documents -------------------------------------------------------------------------------
+
+
+@role_required(CURATOR)
+@require_GET
+def documents(request: HttpRequest) -> HttpResponse:
+    """Documents of the readable collections, by collection and title or path."""
+    collections = readable_collections(request.user)
+    form = DocumentFilterForm(request.GET, collections=pages.document_collections(collections))
+    page = pages.documents_page(filters=form.filters(), collections=collections, page=request.GET.get("page"))
+    return render(request, "curation/documents.html", {"form": form, "page": page})
+
+
+@role_required(CURATOR)
+@require_http_methods(["GET", "POST"])
+@graph_required
+def document_delete_view(request: HttpRequest, document_id: str) -> HttpResponse:
+    """GET: what deleting the document removes; POST: delete it (document, units, vectors, and what
+    only it supported)."""
+    document = get_object_or_404(pages.readable_documents(readable_collections(request.user)), id=document_id)
+    driver = get_driver()
+    if request.method == "POST":
+        document_delete(driver=driver, document_id=document.id, actor=_actor(request))
+        seq = pages.document_deletion_entry(document.id)
+        text = f"Deleted {document.collection}/{document.path}."
+        if seq is None:
+            messages.success(request, text)
+        else:
+            link = reverse("ledger:entry", args=[seq])
+            messages.success(request, format_html('{} <a href="{}">Change-log entry #{}</a>.', text, link, seq))
+        return redirect("curation:documents")
+    preview = pages.document_delete_preview(driver=driver, document_id=document.id)
+    return render(request, "curation/document_delete.html", {"document": document, **preview})

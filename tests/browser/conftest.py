@@ -1,0 +1,149 @@
+"""Fixtures of the browser tests: Debian's Chromium, driven by Playwright, against the test web server.
+
+The web server (gunicorn on WEB_PORT, 18000 in tests) and the Celery worker use the real test
+database under var/test, not pytest-django's throwaway one, so everything the server must see
+(users, documents) is made through ``manage.py`` in a subprocess, never through the ORM here.
+
+The browser, the server, the users and the corpus live for the ``tests/browser`` package: the
+Playwright sync API marks its event loop as running between calls, which Django's ORM refuses
+(SynchronousOnlyOperation), so the browser must be gone before the rest of the suite runs.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Generator, Iterator
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+from playwright.sync_api import Browser, ViewportSize, sync_playwright
+
+from tests.browser.support import JOURNAL, SOCIETY, Browsing, Corpus, Persona
+from tests.conftest import _running, services
+from tests.support import manage
+
+CHROMIUM = Path("/usr/bin/chromium")  # Debian's package (scripts/bootstrap.sh installs it)
+PASSWORD = "browser-test-password-1912"
+ADMIN = Persona("browser-admin", PASSWORD)
+AUDITOR = Persona("browser-auditor", PASSWORD)
+VIEWPORT: ViewportSize = {"width": 1280, "height": 900}
+TIMEOUT_MS = 15_000  # any one action or expectation; asking waits longer (see the tests)
+
+# Idempotent (the test database persists under var/test between runs); one subprocess, as each
+# `manage.py` start costs seconds.
+PEOPLE_SCRIPT = """
+import json, os
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
+from apps.accounts.services import collection_grant
+for row in json.loads(os.environ["BROWSER_PEOPLE"]):
+    user, _ = get_user_model().objects.get_or_create(username=row["username"])
+    user.is_superuser = user.is_staff = row["superuser"]
+    user.is_active = True
+    user.set_password(row["password"])
+    user.save()
+    user.groups.set([Group.objects.get_or_create(name=name)[0] for name in row["roles"]])
+    for collection in row["reads"]:
+        collection_grant(collection=collection, username=user.username)
+"""
+
+
+@pytest.fixture(scope="package")
+def web_server(live_services: None) -> Iterator[str]:
+    """The test web server's base URL; started here unless it already ran, and then stopped."""
+    before = _running()
+    result = services("up", "web", check=False)
+    if result.returncode != 0:
+        pytest.fail(f"could not start the test web server:\n{result.stdout}\n{result.stderr}")
+    yield f"http://{settings.WEB_HOST}:{settings.WEB_PORT}"
+    if "web" not in before:
+        services("down", "web")
+
+
+@pytest.fixture(scope="package")
+def corpus(live_services: None, tmp_path_factory: pytest.TempPathFactory) -> Corpus:
+    """Two small documents, ingested by the real worker into a private collection no earlier run used."""
+    folder = tmp_path_factory.mktemp("moss")
+    texts = {"journal.txt": JOURNAL, "society.txt": SOCIETY}
+    for name, text in texts.items():
+        (folder / name).write_text(text)
+    collection = f"moss-{uuid.uuid4().hex[:8]}"
+    files = [str(folder / name) for name in texts]
+    run = manage("ingest", *files, "--collection", collection, "--wait", "--json")
+    assert run.returncode == 0, run.stdout + run.stderr
+    job = json.loads(run.stdout)
+    assert sorted((r["path"], r["status"]) for r in job["results"]) == [(name, "created") for name in sorted(texts)]
+    return Corpus(collection=collection, texts=texts)
+
+
+@pytest.fixture(scope="package")
+def people(corpus: Corpus) -> None:
+    """In the server's database, with known passwords: a superuser (who reads every collection)
+    and an auditor granted to read the corpus's collection."""
+    rows = [
+        {"username": ADMIN.username, "password": ADMIN.password, "superuser": True, "roles": [], "reads": []},
+        {
+            "username": AUDITOR.username,
+            "password": AUDITOR.password,
+            "superuser": False,
+            "roles": ["auditor"],
+            "reads": [corpus.collection],
+        },
+    ]
+    result = manage("shell", "-c", PEOPLE_SCRIPT, BROWSER_PEOPLE=json.dumps(rows))
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+@pytest.fixture
+def admin(people: None) -> Persona:
+    return ADMIN
+
+
+@pytest.fixture
+def auditor(people: None) -> Persona:
+    return AUDITOR
+
+
+@pytest.fixture(scope="package")
+def browser() -> Iterator[Browser]:
+    if not CHROMIUM.exists():
+        pytest.fail(f"{CHROMIUM} is missing: `make setup` installs Debian's chromium for the browser tests")
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True)
+        yield chromium
+        chromium.close()
+
+
+CALL_FAILED = pytest.StashKey[bool]()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    """Remember whether the test itself failed, so that ``browsing`` can take a screenshot."""
+    report = yield
+    if call.when == "call":
+        item.stash[CALL_FAILED] = report.failed
+    return report
+
+
+@pytest.fixture
+def browsing(web_server: str, browser: Browser, request: pytest.FixtureRequest) -> Iterator[Browsing]:
+    """A fresh browser context (no cookies) and page on the test server; fails the test at the end
+    when a page logged a console error or threw an uncaught exception. A failed test leaves a
+    screenshot of where it stopped in var/test/screenshots/failed-<test>.png. (The server comes up
+    before the browser, so that the browser and its open connections are gone when it stops.)"""
+    context = browser.new_context(base_url=web_server, viewport=VIEWPORT)
+    context.set_default_timeout(TIMEOUT_MS)
+    session = Browsing(page=context.new_page())
+    context.on("console", session.console)
+    context.on("weberror", session.web_error)
+    yield session
+    if request.node.stash.get(CALL_FAILED, False):
+        session.shot(f"failed-{request.node.name}")
+    context.close()
+    if session.errors:
+        pytest.fail("the pages logged errors:\n" + "\n".join(session.errors))

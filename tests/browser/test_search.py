@@ -1,0 +1,117 @@
+"""The search page and an answer's audit page in a real browser: ask, read the answer with its
+"[n]" citations and sources, follow it to the audit page and see what supports a word; and the
+question form used with the keyboard alone."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from tests.browser.support import Browsing, Corpus, Persona
+
+pytestmark = [pytest.mark.integration, pytest.mark.browser]
+
+QUESTION = "Who was the first president of the society that publishes the Journal of Moss Studies?"
+NAME = "Gwendolyn Pryce"
+ANSWER_TIMEOUT_MS = 120_000  # retrieval in the web server, then generation and attribution on the worker
+
+
+def ask(page: Page, submit: Callable[[], None]) -> None:
+    """Submit the question form with ``submit`` and wait until the page is back with an answer
+    (the server answers when generation is done); fail with the page's error if it shows one."""
+    with page.expect_response(
+        lambda r: r.request.method == "POST" and r.url.endswith("/ask/"), timeout=ANSWER_TIMEOUT_MS
+    ):
+        submit()
+    page.locator("section.answer, main [role=alert]").first.wait_for()
+    alerts = page.locator("main [role=alert]").all_inner_texts()
+    assert not alerts, f"the search page reported: {alerts}"
+
+
+def test_an_answer_cites_its_sources_and_its_audit_page_shows_what_supports_a_word(
+    browsing: Browsing, admin: Persona, corpus: Corpus
+) -> None:
+    page = browsing.page
+    browsing.login(admin)
+    page.goto("/ask/")
+    page.get_by_label("Question").fill(QUESTION)
+    page.get_by_label("Collection").fill(corpus.collection)
+    button = page.get_by_role("button", name="Ask")
+    ask(page, lambda: button.click(timeout=ANSWER_TIMEOUT_MS))
+    documents = page.locator("ol.sources li strong").all_inner_texts()
+    # The answer page keeps the form filled in: asking again retrieves the same sources (and this
+    # web worker's models are warm now, so the timings on the screenshot are the usual ones).
+    ask(page, lambda: button.click(timeout=ANSWER_TIMEOUT_MS))
+    assert page.locator("ol.sources li strong").all_inner_texts() == documents
+
+    answer = page.locator(".answer-text")
+    expect(answer).to_be_visible()
+    assert answer.inner_text().strip()
+    cites = answer.locator("a.cite")
+    assert cites.count() >= 1, f"no [n] citation in {answer.inner_text()!r}"
+    for link in cites.all():
+        expect(link).to_have_text(re.compile(r"^\[\d+\]$"))
+        expect(page.locator(f"ol.sources li{link.get_attribute('href')}")).to_be_visible()
+    sources = page.locator("ol.sources")
+    expect(sources).to_contain_text("society.txt")
+    expect(sources).to_contain_text(NAME)
+    browsing.shot("search-answer", readme="search.png")
+    cites.first.click()
+    expect(page).to_have_url(re.compile(r"/ask/#source-\d+$"))
+
+    page.get_by_role("link", name="audit page").click()
+    expect(page).to_have_url(re.compile(r"/audit/answers/[0-9a-f-]{36}/$"))
+    expect(page.locator("blockquote.question")).to_have_text(QUESTION)
+    expect(page.locator(".knowledge-log")).to_contain_text(re.compile(r"entry #\d+"))
+    hover_a_supported_word(page, corpus)
+    browsing.shot("audit-answer", readme="audit.png")
+
+
+def hover_a_supported_word(page: Page, corpus: Corpus) -> None:
+    """Hover a word of the answer that a source supports (part of the name asked for, when the answer
+    has it); the panel shows that word and, first, the supporting sentence cut from its source's text."""
+    data = json.loads(page.locator("#audit-data").text_content() or "{}")
+    shown = set(page.locator("#answer-text .tok").evaluate_all("spans => spans.map(s => Number(s.dataset.token))"))
+    supported = [t for t in data["tokens"] if t["supports"] and t["text"].strip() and t["index"] in shown]
+    assert supported, "no word of the answer has a supporting sentence"
+    in_name = [t for t in supported if t["text"].strip() in NAME]
+    token = max(in_name, key=lambda t: len(t["text"].strip())) if in_name else supported[0]
+    word = page.locator(f'#answer-text .tok[data-token="{token["index"]}"]').first
+    word.hover()
+    expect(word).to_have_class(re.compile(r"\bactive\b"))
+    panel = page.locator("#token-panel")
+    expect(panel.locator("h3")).to_have_text(f"“{token['text'].strip()}”")
+    support = token["supports"][0]
+    source = next(s for s in data["sources"] if s["number"] == support["number"])
+    sentence = source["text"][support["start"] : support["end"]]
+    assert sentence.strip() and any(sentence.strip() in text for text in corpus.texts.values())
+    expect(panel.locator("section.support blockquote.sentence").first).to_have_text(sentence.strip())
+    expect(panel.locator("section.support mark").first).to_have_text(sentence.strip())
+
+
+def test_the_question_form_works_from_the_keyboard(browsing: Browsing, admin: Persona, corpus: Corpus) -> None:
+    page = browsing.page
+    browsing.login(admin)
+    page.goto("/ask/")
+    question = page.get_by_label("Question")
+    expect(question).to_be_focused()  # autofocus
+    page.keyboard.type("Who founded the Bryological Society of Wales?")
+    page.keyboard.press("Tab")
+    expect(page.get_by_label("Collection")).to_be_focused()
+    page.keyboard.type(corpus.collection)
+    page.keyboard.press("Tab")
+    evidence_only = page.get_by_label("Evidence only")
+    expect(evidence_only).to_be_focused()
+    page.keyboard.press("Space")
+    expect(evidence_only).to_be_checked()
+    page.keyboard.press("Shift+Tab")
+    page.keyboard.press("Shift+Tab")
+    expect(question).to_be_focused()
+    ask(page, lambda: page.keyboard.press("Enter"))
+    expect(page.locator("section.answer")).to_contain_text("Evidence only: no answer was generated.")
+    expect(page.locator("ol.sources")).to_contain_text("Bryological Society of Wales")
+    expect(page.get_by_label("Question")).to_have_value("Who founded the Bryological Society of Wales?")
