@@ -1,63 +1,152 @@
-"""The search page (``/ask/``): a question form, answered on the server; works without JavaScript.
+"""The search pages: ``/`` (also ``/ask/``), an answer's page ``/ask/<id>/``, its token stream
+``/ask/<id>/stream`` and the asker's history ``/history/``.
 
-The answer comes back with its "[n]" citations as links to the numbered sources, and a link to
-its audit page, where every token's provenance is shown. Only the collections the user can read
-are searched (``answer_scope``, as in the JSON API).
+Without JavaScript the question form posts and the page comes back with the whole answer. With
+htmx the server retrieves, queues the generation and returns the sources at once with an answer
+area that ``static/answers/search.js`` fills from the Server-Sent Events stream; when the stream
+ends the script fetches the finished answer (the same templates). Only the collections the asker
+can read are searched (``answer_scope``); only the asker (or, for an anonymous question, the same
+browser session; or an admin) may open an answer's page or stream.
 """
 
 from __future__ import annotations
 
-import re
+import json
+import uuid
+from collections.abc import Iterator
 from typing import Any
 
 from django import forms
-from django.http import HttpRequest, HttpResponse
+from django.contrib.auth.decorators import login_required
+from django.contrib.auth.models import User
+from django.core.paginator import Paginator
+from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import render
-from django.views.decorators.http import require_http_methods
+from django.views.decorators.http import require_GET, require_http_methods
 
-from apps.answers import services
-from apps.answers.scope import answer_scope
+from apps.answers import services, streams
+from apps.answers.access import answer_for, answer_remember
+from apps.answers.images import images_search
+from apps.answers.models import Answer
+from apps.answers.pages import answer_context, answer_streaming
+from apps.answers.scope import Scope, answer_scope
 from apps.answers.tools import default_tools, retrieval_params
 from apps.answers.types import AnswerError
+from apps.core.http import HtmxHttpRequest
 
-MARKER = re.compile(r"(\[\d+\])")
+TEMPLATE = "answers/search.html"
+IMAGE_RESULTS = 24
+HISTORY_PAGE = 20
 
 
 class QuestionForm(forms.Form):
     question = forms.CharField(
-        max_length=services.MAX_QUESTION_CHARS, widget=forms.TextInput(attrs={"autofocus": True})
+        max_length=services.MAX_QUESTION_CHARS, widget=forms.TextInput(attrs={"autofocus": True, "type": "search"})
     )
     collection = forms.CharField(required=False, max_length=200, label="Collection (empty: all you can read)")
     evidence_only = forms.BooleanField(required=False, label="Evidence only (no generated answer)")
+    images = forms.BooleanField(required=False, label="Images (find pictures instead of answering)")
 
 
-def answer_segments(answer: str) -> list[dict[str, Any]]:
-    """The answer cut into plain text and citation markers (``number`` set for a marker)."""
-    return [
-        {"text": piece, "number": int(piece[1:-1]) if MARKER.fullmatch(piece) else None}
-        for piece in MARKER.split(answer)
-        if piece
-    ]
+def _scope(request: HttpRequest, form: QuestionForm) -> Scope:
+    collection = form.cleaned_data["collection"].strip()
+    return answer_scope(user=request.user, requested=[collection] if collection else None)
+
+
+def _images(request: HttpRequest, form: QuestionForm) -> dict[str, Any]:
+    tools = default_tools()
+    results = images_search(
+        query=form.cleaned_data["question"],
+        collections=_scope(request, form),
+        k=IMAGE_RESULTS,
+        driver=tools.driver,
+        text=tools.text,
+        clip=tools.clip,
+        search=tools.search,
+    )
+    return {"images": results, "images_searched": True}
+
+
+def _ask(request: HtmxHttpRequest, form: QuestionForm) -> dict[str, Any]:
+    """Ask; an htmx request gets the evidence now and streams the answer, a plain one waits for it."""
+    options: dict[str, Any] = {
+        "question": form.cleaned_data["question"],
+        "collections": _scope(request, form),
+        "generate": not form.cleaned_data["evidence_only"],
+        "mode": "graph",
+        "user": request.user if request.user.is_authenticated else None,
+        "tools": default_tools(),
+        "params": retrieval_params(mode="graph"),
+    }
+    if request.htmx:
+        answer = services.answer_start(**options)
+    else:
+        answer = Answer.objects.get(id=services.answer_ask(**options)["answer_id"])
+    answer_remember(request, answer)
+    return answer_context(answer, user=request.user)
 
 
 @require_http_methods(["GET", "POST"])
-def search(request: HttpRequest) -> HttpResponse:
+def search(request: HtmxHttpRequest) -> HttpResponse:
     form = QuestionForm(request.POST or None)
     context: dict[str, Any] = {"form": form}
-    if request.method == "POST" and form.is_valid():
-        collection = form.cleaned_data["collection"].strip()
-        try:
-            result = services.answer_ask(
-                question=form.cleaned_data["question"],
-                collections=answer_scope(user=request.user, requested=[collection] if collection else None),
-                generate=not form.cleaned_data["evidence_only"],
-                mode="graph",
-                user=request.user if request.user.is_authenticated else None,
-                tools=default_tools(),
-                params=retrieval_params(mode="graph"),
-            )
-        except AnswerError as exc:
-            context["error"] = exc.message
+    if request.method == "POST":
+        if not form.is_valid():
+            context["error"] = f"Please type a question (at most {services.MAX_QUESTION_CHARS} characters)."
         else:
-            context.update(result=result, segments=answer_segments(result["answer"]))
-    return render(request, "answers/search.html", context)
+            try:
+                context.update(_images(request, form) if form.cleaned_data["images"] else _ask(request, form))
+            except AnswerError as exc:
+                context["error"] = exc.message
+    return render(request, f"{TEMPLATE}#results" if request.htmx else TEMPLATE, context)
+
+
+@require_GET
+def answer_page(request: HtmxHttpRequest, answer_id: uuid.UUID) -> HttpResponse:
+    """One answer: the whole page, or (for htmx, when its stream ends) the answer fragment."""
+    answer = answer_for(request, answer_id)
+    context = answer_context(answer, user=request.user)
+    if request.htmx:
+        return render(request, f"{TEMPLATE}#result", context)
+    form = QuestionForm(initial={"question": answer.question, "evidence_only": not answer.generate})
+    return render(request, TEMPLATE, {**context, "form": form})
+
+
+def _event(name: str, **data: Any) -> str:
+    return f"event: {name}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n"
+
+
+def _stream_events(answer: Answer) -> Iterator[str]:
+    if answer_streaming(answer):
+        for event, data in services.generation_events(answer):
+            if event == streams.TOKEN:
+                yield _event("token", text=str(data.get("text", "")))
+            elif event in streams.FINAL:
+                break
+        answer.refresh_from_db()
+    if answer.state == Answer.DONE:
+        yield _event("done")
+    else:
+        yield _event("error", message=answer.error or "The answer could not be generated.")
+
+
+@require_GET
+def answer_stream(request: HttpRequest, answer_id: uuid.UUID) -> StreamingHttpResponse:
+    """The answer's tokens as Server-Sent Events: ``token`` events ({"text"}), then ``done`` or
+    ``error`` ({"message"}). A finished answer gets its final event at once."""
+    answer = answer_for(request, answer_id)
+    response = StreamingHttpResponse(_stream_events(answer), content_type="text/event-stream")
+    response["Cache-Control"] = "no-cache"
+    response["X-Accel-Buffering"] = "no"
+    return response
+
+
+@login_required
+@require_GET
+def history(request: HttpRequest) -> HttpResponse:
+    """The questions this user asked, newest first."""
+    if not isinstance(request.user, User):  # login_required let only logged-in users through
+        raise Http404("no history")
+    answers = Answer.objects.filter(user=request.user).only("id", "question", "state", "created_at", "generate")
+    page = Paginator(answers, HISTORY_PAGE).get_page(request.GET.get("page"))
+    return render(request, "answers/history.html", {"page": page})

@@ -3,6 +3,5 @@ from django.urls import path
 from apps.core import views
 
 urlpatterns = [
-    path("", views.home, name="home"),
     path("graph/", views.graph_overview, name="graph-overview"),
 ]

@@ -7,11 +7,6 @@ from apps.graph.selectors import graph_node_counts
 
 
 @require_GET
-def home(request: HttpRequest) -> HttpResponse:
-    return render(request, "core/home.html")
-
-
-@require_GET
 def graph_overview(request: HttpRequest) -> HttpResponse:
     """Node counts per label; needs Neo4j (a 503 page explains when it is down)."""
     counts = graph_node_counts(driver=get_driver())

@@ -753,3 +753,40 @@ SET n.weight = coalesce(size(n.evidence), n.weight)
 DELETE r
 RETURN count(n) AS moved
 """
+
+
+# --- the search page: names along an answer's graph paths, and image files ------------------
+# Each node of a path by its id: entities by name, units by a piece of their text (only units of
+# $collections; null: every collection). Nodes that are gone are simply not returned.
+PATH_NODES = """
+UNWIND $ids AS id
+CALL (id) {
+  MATCH (n:Entity {id: id}) RETURN n, n.name AS name, null AS collection
+  UNION
+  MATCH (n:Chunk {id: id}) RETURN n, n.text AS name, n.collection AS collection
+  UNION
+  MATCH (n:Row {id: id}) RETURN n, n.text AS name, n.collection AS collection
+  UNION
+  MATCH (n:Image {id: id}) RETURN n, coalesce(n.name, n.text) AS name, n.collection AS collection
+}
+WITH id, n, name, collection
+WHERE collection IS NULL OR $collections IS NULL OR collection IN $collections
+RETURN id, labels(n)[0] AS label, left(coalesce(name, ''), 80) AS name
+"""
+
+# The predicate of the relation between each pair of entities (either direction), if any.
+PATH_PREDICATES = """
+UNWIND $pairs AS pair
+MATCH (a:Entity {id: pair[0]})-[r:RELATED]-(b:Entity {id: pair[1]})
+WHERE coalesce(r.status, '') <> 'rejected'
+WITH pair, r ORDER BY r.weight DESC
+RETURN pair[0] AS source, pair[1] AS target, collect(r.predicate)[0] AS predicate
+"""
+
+# One image's stored files and its document's collection (the access check of the media view).
+IMAGE_FILES = """
+MATCH (d:Document)-[:HAS_IMAGE]->(i:Image {id: $id})
+RETURN i.path AS path, i.thumbnail AS thumbnail, i.format AS format, d.collection AS collection,
+       coalesce(d.path, d.title) AS document
+LIMIT 1
+"""

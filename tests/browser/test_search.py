@@ -1,6 +1,7 @@
-"""The search page and an answer's audit page in a real browser: ask, read the answer with its
-"[n]" citations and sources, follow it to the audit page and see what supports a word; and the
-question form used with the keyboard alone."""
+"""The search page and an answer's audit page in a real browser: ask on "/", watch the answer stream
+in and come back with its "[n]" citations and highlighted sources, follow it to the audit page and
+see what supports a word; find it again in the history; and the question form used with the
+keyboard alone."""
 
 from __future__ import annotations
 
@@ -19,34 +20,52 @@ QUESTION = "Who was the first president of the society that publishes the Journa
 NAME = "Gwendolyn Pryce"
 ANSWER_TIMEOUT_MS = 120_000  # retrieval in the web server, then generation and attribution on the worker
 
+# Notes in window.__streamed whether a token was ever appended to a streaming answer (.answer-live).
+WATCH_STREAM = """() => {
+  window.__streamed = false;
+  new MutationObserver((changes) => {
+    if (changes.some((c) => c.target.closest && c.target.closest(".answer-live") && c.addedNodes.length)) {
+      window.__streamed = true;
+    }
+  }).observe(document.body, { childList: true, subtree: true });
+}"""
+# The answer section is final (no stream pending) and is a new one, or the page shows an error.
+ANSWERED = """(previous) => {
+  if (document.querySelector("#results [role=alert]")) return true;
+  const section = document.querySelector("section.answer");
+  return !!section && !section.dataset.streamUrl && section.dataset.answerId !== previous;
+}"""
+
 
 def ask(page: Page, submit: Callable[[], None]) -> None:
-    """Submit the question form with ``submit`` and wait until the page is back with an answer
-    (the server answers when generation is done); fail with the page's error if it shows one."""
-    with page.expect_response(
-        lambda r: r.request.method == "POST" and r.url.endswith("/ask/"), timeout=ANSWER_TIMEOUT_MS
-    ):
+    """Submit the question form with ``submit`` (htmx posts it to "/") and wait until the streamed
+    answer is replaced by the finished one; fail with the page's error if it shows one."""
+    previous = page.evaluate("() => document.querySelector('section.answer')?.dataset.answerId ?? null")
+    with page.expect_response(lambda r: r.request.method == "POST" and r.url.endswith("/"), timeout=ANSWER_TIMEOUT_MS):
         submit()
-    page.locator("section.answer, main [role=alert]").first.wait_for()
+    page.wait_for_function(ANSWERED, arg=previous, timeout=ANSWER_TIMEOUT_MS)
     alerts = page.locator("main [role=alert]").all_inner_texts()
     assert not alerts, f"the search page reported: {alerts}"
 
 
-def test_an_answer_cites_its_sources_and_its_audit_page_shows_what_supports_a_word(
+def test_an_answer_streams_cites_its_sources_and_its_audit_page_shows_what_supports_a_word(
     browsing: Browsing, admin: Persona, corpus: Corpus
 ) -> None:
     page = browsing.page
     browsing.login(admin)
-    page.goto("/ask/")
+    page.goto("/")
+    page.evaluate(WATCH_STREAM)
     page.get_by_label("Question").fill(QUESTION)
     page.get_by_label("Collection").fill(corpus.collection)
     button = page.get_by_role("button", name="Ask")
     ask(page, lambda: button.click(timeout=ANSWER_TIMEOUT_MS))
+    assert page.evaluate("() => window.__streamed"), "no token was streamed into the answer"
     documents = page.locator("ol.sources li strong").all_inner_texts()
-    # The answer page keeps the form filled in: asking again retrieves the same sources (and this
-    # web worker's models are warm now, so the timings on the screenshot are the usual ones).
+    # Asking again retrieves the same sources (and this web worker's models are warm now, so the
+    # timings on the screenshot are the usual ones).
     ask(page, lambda: button.click(timeout=ANSWER_TIMEOUT_MS))
     assert page.locator("ol.sources li strong").all_inner_texts() == documents
+    expect(page).to_have_url(re.compile(r"/$"))
 
     answer = page.locator(".answer-text")
     expect(answer).to_be_visible()
@@ -58,10 +77,12 @@ def test_an_answer_cites_its_sources_and_its_audit_page_shows_what_supports_a_wo
         expect(page.locator(f"ol.sources li{link.get_attribute('href')}")).to_be_visible()
     sources = page.locator("ol.sources")
     expect(sources).to_contain_text("society.txt")
-    expect(sources).to_contain_text(NAME)
+    expect(sources.locator("mark").first).to_be_visible()  # the supporting sentence
+    expect(sources.locator("figure.graph-path svg").first).to_be_visible()
+    expect(page.locator(".latency-bar .stage-generation")).to_have_count(1)
     browsing.shot("search-answer", readme="search.png")
     cites.first.click()
-    expect(page).to_have_url(re.compile(r"/ask/#source-\d+$"))
+    expect(page).to_have_url(re.compile(r"/#source-\d+$"))
 
     page.get_by_role("link", name="audit page").click()
     expect(page).to_have_url(re.compile(r"/audit/answers/[0-9a-f-]{36}/$"))
@@ -69,6 +90,11 @@ def test_an_answer_cites_its_sources_and_its_audit_page_shows_what_supports_a_wo
     expect(page.locator(".knowledge-log")).to_contain_text(re.compile(r"entry #\d+"))
     hover_a_supported_word(page, corpus)
     browsing.shot("audit-answer", readme="audit.png")
+
+    page.get_by_role("link", name="History").click()
+    page.get_by_role("link", name=QUESTION).first.click()
+    expect(page).to_have_url(re.compile(r"/ask/[0-9a-f-]{36}/$"))
+    expect(page.locator(".answer-text a.cite").first).to_be_visible()
 
 
 def hover_a_supported_word(page: Page, corpus: Corpus) -> None:
@@ -96,7 +122,7 @@ def hover_a_supported_word(page: Page, corpus: Corpus) -> None:
 def test_the_question_form_works_from_the_keyboard(browsing: Browsing, admin: Persona, corpus: Corpus) -> None:
     page = browsing.page
     browsing.login(admin)
-    page.goto("/ask/")
+    page.goto("/")
     question = page.get_by_label("Question")
     expect(question).to_be_focused()  # autofocus
     page.keyboard.type("Who founded the Bryological Society of Wales?")

@@ -1,0 +1,83 @@
+// The search page's streaming answer: a section.answer with data-stream-url (returned by the
+// htmx form post) is filled from the answer's Server-Sent Events, each token appended as text
+// (never parsed as HTML); when the stream ends ("done" or "error") the finished answer, with its
+// citations and highlighted sources, replaces the section (GET data-answer-url through htmx).
+(function () {
+  "use strict";
+
+  function message(container, text, link) {
+    const p = document.createElement("p");
+    p.className = "down";
+    p.setAttribute("role", "alert");
+    p.textContent = text;
+    if (link) {
+      const a = document.createElement("a");
+      a.href = link;
+      a.textContent = "open the answer page";
+      p.append(" ", a);
+    }
+    container.appendChild(p);
+  }
+
+  function finish(section) {
+    const url = section.dataset.answerUrl;
+    if (window.htmx) {
+      window.htmx.ajax("GET", url, { target: section, swap: "outerHTML" });
+    } else {
+      window.location.assign(url);
+    }
+  }
+
+  function start(section) {
+    if (section.dataset.streaming) return;
+    section.dataset.streaming = "on";
+    const live = section.querySelector(".answer-live");
+    const source = new EventSource(section.dataset.streamUrl);
+    source.addEventListener("token", function (event) {
+      const data = JSON.parse(event.data);
+      live.appendChild(document.createTextNode(data.text));
+    });
+    source.addEventListener("done", function () {
+      source.close();
+      finish(section);
+    });
+    source.addEventListener("error", function (event) {
+      source.close();
+      live.removeAttribute("aria-busy");
+      if (event.data) {
+        finish(section); // the answer page says what went wrong
+      } else {
+        message(section, "The connection to the answer stream was lost.", section.dataset.answerUrl);
+      }
+    });
+  }
+
+  function scan() {
+    document.querySelectorAll("section.answer[data-stream-url]").forEach(start);
+  }
+
+  document.addEventListener("htmx:afterSettle", scan);
+  document.addEventListener("htmx:responseError", function (event) {
+    const results = document.getElementById("results");
+    if (!results) return;
+    results.replaceChildren();
+    const status = event.detail.xhr ? event.detail.xhr.status : 0;
+    message(
+      results,
+      status === 503
+        ? "A service the search needs is not reachable right now (see Status). Please try again shortly."
+        : "The search failed (HTTP " + status + "). Please try again."
+    );
+  });
+  document.addEventListener("htmx:sendError", function () {
+    const results = document.getElementById("results");
+    if (!results) return;
+    results.replaceChildren();
+    message(results, "The server could not be reached. Please try again.");
+  });
+  if (document.readyState === "loading") {
+    document.addEventListener("DOMContentLoaded", scan);
+  } else {
+    scan();
+  }
+})();
