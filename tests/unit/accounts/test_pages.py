@@ -8,7 +8,6 @@ the search page are checked to hand the retrieval the asker's scope."""
 from __future__ import annotations
 
 import re
-import uuid
 from typing import Any
 
 import pytest
@@ -17,6 +16,7 @@ from django.db import transaction
 from django.test import Client
 
 from apps.answers import search, views
+from apps.answers.models import Answer
 from apps.answers.scope import EVERY_COLLECTION
 from apps.ingest.jobs import job_claim, job_create, job_finish
 from apps.ingest.models import IngestJob
@@ -98,7 +98,7 @@ def asked(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
     def answer_ask(**kwargs: Any) -> dict[str, Any]:
         scopes.append(kwargs["collections"])
         return {
-            "answer_id": str(uuid.uuid4()),
+            "answer_id": str(Answer.objects.create(question=kwargs["question"], state="done", generate=False).id),
             "answer": "",
             "state": "done",
             "sources": [],
