@@ -10,6 +10,7 @@ a new job, which takes them over.
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import time
 import uuid
@@ -199,8 +200,12 @@ def job_retry(
 
 
 def _unlink(paths: Sequence[str]) -> None:
+    """Delete retried files, and their job's folder once it is empty."""
     for path in paths:
         Path(path).unlink(missing_ok=True)
+    for folder in {Path(path).parent for path in paths}:
+        with contextlib.suppress(OSError):
+            folder.rmdir()  # only when empty
 
 
 def job_fail(*, job_id: str, error: str) -> None:

@@ -69,6 +69,7 @@ def test_retry_queues_the_failed_files_as_a_new_job(
     job.refresh_from_db()
     assert job.files[1]["retried_as"] == str(retry.id)
     assert _stored(job) == [False, False]
+    assert not Path(job.files[1]["stored"]).parent.exists()  # the emptied folder goes too
     assert retryable_files(job) == []
     with pytest.raises(RetryRefused, match="no failed files left"):
         job_retry(job_id=str(job.id), actor="user:cora")
