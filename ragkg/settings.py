@@ -40,6 +40,37 @@ SECRET_KEY = _secret
 ALLOWED_HOSTS = env_list("DJANGO_ALLOWED_HOSTS", ["127.0.0.1", "localhost"])
 CSRF_TRUSTED_ORIGINS = env_list("DJANGO_CSRF_TRUSTED_ORIGINS", [])
 
+# --- transport security -------------------------------------------------------
+# RAGKG_HTTPS: the site is served over HTTPS (on by default in production, i.e. DJANGO_DEBUG=0).
+# It makes cookies secure, redirects http to https and sends HSTS. `make run`/`make up` (plain
+# http on 127.0.0.1) and the test suite turn it off; `manage.py check --deploy` passes with it on.
+HTTPS = env_bool("RAGKG_HTTPS", not DEBUG)
+SECURE_SSL_REDIRECT = HTTPS
+SESSION_COOKIE_SECURE = HTTPS
+CSRF_COOKIE_SECURE = HTTPS
+SECURE_HSTS_SECONDS = env_int("DJANGO_HSTS_SECONDS", 31_536_000, minimum=0) if HTTPS else 0
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("DJANGO_HSTS_INCLUDE_SUBDOMAINS", True)
+SECURE_HSTS_PRELOAD = env_bool("DJANGO_HSTS_PRELOAD", True)
+# Behind a proxy that terminates TLS and sets X-Forwarded-Proto (only trust it behind such a proxy).
+if env_bool("DJANGO_TRUST_X_FORWARDED_PROTO", False):
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
+X_FRAME_OPTIONS = "DENY"
+SESSION_COOKIE_HTTPONLY = True
+CSRF_COOKIE_HTTPONLY = True  # htmx sends the token from the page (hx-headers), never from the cookie
+
+# --- uploads ---------------------------------------------------------------------------
+# Each uploaded file, all files of one request, and how many files one request may carry.
+UPLOAD_MAX_BYTES = env_int("RAGKG_UPLOAD_MAX_BYTES", 50 * 1024 * 1024, minimum=1)
+UPLOAD_MAX_REQUEST_BYTES = env_int("RAGKG_UPLOAD_MAX_REQUEST_BYTES", 200 * 1024 * 1024, minimum=1)
+UPLOAD_MAX_FILES = env_int("RAGKG_UPLOAD_MAX_FILES", 100, minimum=1)
+DATA_UPLOAD_MAX_NUMBER_FILES = UPLOAD_MAX_FILES
+# Files above this size are written to a temporary file while a request is read, not kept in memory;
+# the form fields (everything but files) of one request may take this much memory.
+FILE_UPLOAD_MAX_MEMORY_SIZE = 2_621_440
+DATA_UPLOAD_MAX_MEMORY_SIZE = 2_621_440
+
 INSTALLED_APPS = [
     "django.contrib.admin",
     "django.contrib.auth",

@@ -9,4 +9,7 @@ if [ -f .env ]; then
     [ -n "${!key+x}" ] || export "$key=${line#*=}"
   done <.env
 fi
+# make's services serve plain http on 127.0.0.1: no https-only cookies or redirects unless
+# .env or the environment sets RAGKG_HTTPS=1 (a deployment behind TLS).
+export RAGKG_HTTPS="${RAGKG_HTTPS:-0}"
 exec "$@"

@@ -14,6 +14,8 @@ TEST_ENVIRONMENT = {
     "RAGKG_STATE_DIR": "var/test",
     "DJANGO_DEBUG": "0",
     "DJANGO_SECRET_KEY": "test-secret-key",
+    # The test stack serves plain http on 127.0.0.1 (tests/browser logs in over it).
+    "RAGKG_HTTPS": "0",
     "DATABASE_URL": "",
     "NEO4J_URI": "bolt://127.0.0.1:17687",
     "NEO4J_USER": "neo4j",

@@ -76,7 +76,12 @@ class SplitForm(forms.Form):
 
 class RelationFilterForm(forms.Form):
     status = forms.ChoiceField(required=False, label="Status", choices=[("", "any"), *((s, s) for s in STATUSES)])
-    predicate = forms.CharField(required=False, max_length=MAX_PREDICATE, label="Predicate")
+    predicate = forms.CharField(
+        required=False,
+        max_length=MAX_PREDICATE,
+        label="Predicate",
+        widget=forms.TextInput(attrs={"list": "predicates"}),  # the page's datalist of known predicates
+    )
     entity = forms.CharField(required=False, max_length=MAX_NAME, label="Entity (name or id)")
 
     def filters(self) -> RelationFilters:
@@ -116,3 +121,55 @@ class DocumentFilterForm(forms.Form):
         self.is_valid()
         data = self.cleaned_data
         return DocumentFilters(collection=data.get("collection") or "", text=(data.get("text") or "").strip())
+
+
+class MultipleFileInput(forms.ClearableFileInput):
+    allow_multiple_selected = True
+
+
+class MultipleFileField(forms.FileField):
+    """Several files under one name (``files``); the upload service checks them all."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("widget", MultipleFileInput())
+        kwargs.setdefault("error_messages", {"required": "Choose at least one file."})
+        super().__init__(*args, **kwargs)
+
+    def clean(self, data: Any, initial: Any = None) -> Any:
+        if isinstance(data, list | tuple):
+            return [super(MultipleFileField, self).clean(item, initial) for item in data]
+        return [super().clean(data, initial)]
+
+
+class UploadForm(forms.Form):
+    """Files into a collection: a new one (the uploader owns it) or one the uploader can read."""
+
+    # The field is named like /ingest/'s (``files``); Django keeps it apart from ``Form.files``.
+    files = MultipleFileField(  # type: ignore[assignment]
+        label="Files (text, Markdown, HTML, PDF, images, CSV/TSV/XLSX, zip)"
+    )
+    collection = forms.CharField(max_length=100, label="Collection")
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("auto_id", "upload_%s")  # the documents filter has a "collection" too
+        super().__init__(*args, **kwargs)
+
+
+class NumbersField(forms.Field):
+    """Several whole numbers under one name (``files=0&files=2``)."""
+
+    widget = forms.MultipleHiddenInput
+
+    def to_python(self, value: Any) -> list[int]:
+        if not value:
+            return []
+        try:
+            return [int(item) for item in value]
+        except (TypeError, ValueError) as exc:
+            raise forms.ValidationError("Choose files by their number.") from exc
+
+
+class RetryForm(forms.Form):
+    """The positions of a failed job's files to retry; none chosen: every kept file."""
+
+    files = NumbersField(required=False, label="Files")  # type: ignore[assignment]  # as in UploadForm

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from apps.curation import views
+from apps.curation import job_views, views
 
 app_name = "curation"
 
@@ -21,5 +21,9 @@ urlpatterns = [
     path("curation/relations/remove/", views.relation_remove, name="relation-remove"),
     path("curation/relations/predicate/", views.relation_predicate, name="relation-predicate"),
     path("curation/documents/", views.documents, name="documents"),
+    path("curation/documents/upload/", job_views.document_upload, name="document-upload"),
     path("curation/documents/<str:document_id>/delete/", views.document_delete_view, name="document-delete"),
+    path("curation/jobs/", job_views.jobs, name="jobs"),
+    path("curation/jobs/<uuid:job_id>/", job_views.job_detail, name="job"),
+    path("curation/jobs/<uuid:job_id>/retry/", job_views.job_retry_view, name="job-retry"),
 ]

@@ -1,15 +1,18 @@
 """The curation pages: entities (search, one entity, rename, alias, merge, split, delete, merge
 suggestions), relations (filter, approve, reject, remove, edit the predicate) and documents
-(filter, delete after a preview). Curators only; every action is a POST with CSRF, logged with
-the curator as actor, and answered with a link to its change-log entry."""
+(filter, delete after a preview; uploads and jobs: apps.curation.job_views). Curators only; every
+action is a POST with CSRF, logged with the curator as actor, and answered with a link to its
+change-log entry."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
 from functools import wraps
+from typing import Any
 
 import neo4j.exceptions
+from django import forms
 from django.conf import settings
 from django.contrib import messages
 from django.http import Http404, HttpRequest, HttpResponse
@@ -35,12 +38,14 @@ from apps.curation.forms import (
     RelationForm,
     RenameForm,
     SplitForm,
+    UploadForm,
     errors_text,
 )
 from apps.curation.services import Curated, CurationError
 from apps.curation.suggestions import merge_suggestions, name_embedder
 from apps.graph.driver import get_driver
 from apps.ingest.services import document_delete
+from apps.ingest.uploads import UploadLimits
 
 View = Callable[..., HttpResponse]
 MERGE_CHOICES = 10
@@ -92,6 +97,25 @@ def _act(request: HttpRequest, action: Callable[[], Curated], text: str) -> Cura
     return result
 
 
+def _post_action(
+    request: HttpRequest,
+    form: forms.Form,
+    action: Callable[[dict[str, Any]], Curated],
+    text: str | Callable[[dict[str, Any]], str],
+    guard: Callable[[dict[str, Any]], None] | None = None,
+) -> Curated | None:
+    """The shape of every curation POST: read the form (its errors become a message), check access
+    (``guard`` raises 404), run the service with the cleaned data, and tell the outcome with the
+    link to its change-log entry."""
+    if not form.is_valid():
+        messages.error(request, errors_text(form))
+        return None
+    data = form.cleaned_data
+    if guard is not None:
+        guard(data)
+    return _act(request, lambda: action(data), text if isinstance(text, str) else text(data))
+
+
 def _guard_entities(request: HttpRequest, *entity_ids: str) -> None:
     """404 for an entity that exists but that the curator cannot see (no readable mention)."""
     collections = readable_collections(request.user)
@@ -100,8 +124,7 @@ def _guard_entities(request: HttpRequest, *entity_ids: str) -> None:
             raise Http404("no such entity")
 
 
-def _guard_relation(request: HttpRequest, form: RelationForm) -> None:
-    data = form.cleaned_data
+def _guard_relation(request: HttpRequest, data: dict[str, Any]) -> None:
     if pages.relation_hidden(
         driver=get_driver(),
         source=data["source"],
@@ -169,16 +192,14 @@ def entity_detail(request: HttpRequest, entity_id: str) -> HttpResponse:
 @graph_required
 def entity_rename(request: HttpRequest, entity_id: str) -> HttpResponse:
     _guard_entities(request, entity_id)
-    form = RenameForm(request.POST)
-    if not form.is_valid():
-        messages.error(request, errors_text(form))
-    else:
-        name = form.cleaned_data["name"]
-        _act(
-            request,
-            lambda: services.entity_rename(driver=get_driver(), entity_id=entity_id, name=name, actor=_actor(request)),
-            f"Renamed to “{' '.join(name.split())}”.",
-        )
+    _post_action(
+        request,
+        RenameForm(request.POST),
+        lambda data: services.entity_rename(
+            driver=get_driver(), entity_id=entity_id, name=data["name"], actor=_actor(request)
+        ),
+        lambda data: f"Renamed to “{' '.join(data['name'].split())}”.",
+    )
     return redirect("curation:entity", entity_id=entity_id)
 
 
@@ -187,18 +208,14 @@ def entity_rename(request: HttpRequest, entity_id: str) -> HttpResponse:
 @graph_required
 def entity_alias(request: HttpRequest, entity_id: str) -> HttpResponse:
     _guard_entities(request, entity_id)
-    form = AliasForm(request.POST)
-    if not form.is_valid():
-        messages.error(request, errors_text(form))
-    else:
-        alias = form.cleaned_data["alias"]
-        _act(
-            request,
-            lambda: services.entity_alias_add(
-                driver=get_driver(), entity_id=entity_id, alias=alias, actor=_actor(request)
-            ),
-            f"Added the alias “{' '.join(alias.split())}”.",
-        )
+    _post_action(
+        request,
+        AliasForm(request.POST),
+        lambda data: services.entity_alias_add(
+            driver=get_driver(), entity_id=entity_id, alias=data["alias"], actor=_actor(request)
+        ),
+        lambda data: f"Added the alias “{' '.join(data['alias'].split())}”.",
+    )
     return redirect("curation:entity", entity_id=entity_id)
 
 
@@ -292,16 +309,14 @@ def suggestions(request: HtmxHttpRequest) -> HttpResponse:
 @require_POST
 @graph_required
 def suggestion_merge(request: HttpRequest) -> HttpResponse:
-    form = PairMergeForm(request.POST)
-    if not form.is_valid():
-        messages.error(request, errors_text(form))
-        return redirect("curation:suggestions")
-    first, second = form.cleaned_data["first"], form.cleaned_data["second"]
-    _guard_entities(request, first, second)
-    _act(
+    _post_action(
         request,
-        lambda: services.entity_pair_merge(driver=get_driver(), first=first, second=second, actor=_actor(request)),
+        PairMergeForm(request.POST),
+        lambda data: services.entity_pair_merge(
+            driver=get_driver(), first=data["first"], second=data["second"], actor=_actor(request)
+        ),
         "Merged the pair (the entity with more mentions stays).",
+        guard=lambda data: _guard_entities(request, data["first"], data["second"]),
     )
     return redirect("curation:suggestions")
 
@@ -327,69 +342,66 @@ def relations(request: HtmxHttpRequest) -> HttpResponse:
     return render(request, template, context)
 
 
-def _relation_action(request: HttpRequest, form: RelationForm, action: Callable[[], Curated], text: str) -> None:
-    if not form.is_valid():
-        messages.error(request, errors_text(form))
-        return
-    _guard_relation(request, form)
-    _act(request, action, text)
+def _relation_action(
+    request: HttpRequest, form: RelationForm, action: Callable[[dict[str, Any]], Curated], text: str
+) -> HttpResponse:
+    _post_action(request, form, action, text, guard=lambda data: _guard_relation(request, data))
+    return _back(request, reverse("curation:relations"))
 
 
 @role_required(CURATOR)
 @require_POST
 @graph_required
 def relation_review(request: HttpRequest, approve: bool) -> HttpResponse:
-    form = RelationForm(request.POST)
-    _relation_action(
+    return _relation_action(
         request,
-        form,
-        lambda: services.relation_review(
-            driver=get_driver(), approve=approve, actor=_actor(request), **form.cleaned_data
-        ),
+        RelationForm(request.POST),
+        lambda data: services.relation_review(driver=get_driver(), approve=approve, actor=_actor(request), **data),
         "Approved the relation." if approve else "Rejected the relation.",
     )
-    return _back(request, reverse("curation:relations"))
 
 
 @role_required(CURATOR)
 @require_POST
 @graph_required
 def relation_remove(request: HttpRequest) -> HttpResponse:
-    form = RelationForm(request.POST)
-    _relation_action(
+    return _relation_action(
         request,
-        form,
-        lambda: services.relation_remove(driver=get_driver(), actor=_actor(request), **form.cleaned_data),
+        RelationForm(request.POST),
+        lambda data: services.relation_remove(driver=get_driver(), actor=_actor(request), **data),
         "Removed the relation.",
     )
-    return _back(request, reverse("curation:relations"))
 
 
 @role_required(CURATOR)
 @require_POST
 @graph_required
 def relation_predicate(request: HttpRequest) -> HttpResponse:
-    form = PredicateForm(request.POST)
-    _relation_action(
+    return _relation_action(
         request,
-        form,
-        lambda: services.relation_predicate_set(driver=get_driver(), actor=_actor(request), **form.cleaned_data),
+        PredicateForm(request.POST),
+        lambda data: services.relation_predicate_set(driver=get_driver(), actor=_actor(request), **data),
         "Changed the predicate.",
     )
-    return _back(request, reverse("curation:relations"))
 
 
 # --- documents -------------------------------------------------------------------------------
 
 
-@role_required(CURATOR)
-@require_GET
-def documents(request: HttpRequest) -> HttpResponse:
-    """Documents of the readable collections, by collection and title or path."""
+def documents_response(request: HttpRequest, upload_form: UploadForm, status: int = 200) -> HttpResponse:
+    """The documents page: the filtered list and the upload form (bound after a refused upload)."""
     collections = readable_collections(request.user)
     form = DocumentFilterForm(request.GET, collections=pages.document_collections(collections))
     page = pages.documents_page(filters=form.filters(), collections=collections, page=request.GET.get("page"))
-    return render(request, "curation/documents.html", {"form": form, "page": page})
+    context = {"form": form, "page": page, "upload_form": upload_form, "limits": UploadLimits.from_settings()}
+    return render(request, "curation/documents.html", context, status=status)
+
+
+@role_required(CURATOR)
+@require_GET
+def documents(request: HttpRequest) -> HttpResponse:
+    """Documents of the readable collections, by collection and title or path; and an upload form."""
+    return documents_response(request, UploadForm(initial={"collection": settings.DEFAULT_COLLECTION}))
 
 
 @role_required(CURATOR)

@@ -2,10 +2,15 @@
 
 The worker claims a job with a conditional update, so a duplicate delivery does
 nothing; a job whose worker died is retried up to INGEST_JOB_MAX_ATTEMPTS.
+
+Retention: a finished job deletes the stored uploads of the files that went in and keeps those of
+the files that failed (all of them when the job crashed), so ``job_retry`` can queue them again as
+a new job, which takes them over.
 """
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import time
 import uuid
@@ -15,6 +20,7 @@ from pathlib import Path
 
 from django.conf import settings
 from django.contrib.auth.base_user import AbstractBaseUser
+from django.core.files import File
 from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
@@ -26,19 +32,34 @@ from apps.ingest.models import IngestJob
 from apps.ingest.services import FAILED, FileOutcome, uploads_ingest
 
 
+class RetryRefused(ValueError):
+    """A retry that cannot be made (the job did not fail, or keeps no file to retry)."""
+
+
+def _store(path: Path, data: bytes | File[bytes]) -> None:
+    if isinstance(data, bytes):
+        path.write_bytes(data)
+        return
+    with path.open("wb") as out:
+        for chunk in data.chunks():
+            out.write(chunk)
+
+
 def job_create(
     *,
     collection: str,
-    uploads: Sequence[tuple[str, bytes]],
+    uploads: Sequence[tuple[str, bytes | File[bytes]]],
     enqueue: bool = True,
     owner: AbstractBaseUser | None = None,
     public: bool | None = None,
+    actor: str = "system:ingest",
+    retry_of: IngestJob | None = None,
 ) -> IngestJob:
     """Store the uploaded files and create a queued job; the task is sent after commit.
 
     The collection comes into being here when it is new (``collection_ensure``: owned by ``owner``,
     the uploading user when there is one; private unless ``public``). A bad name raises AccountsError
-    before anything is stored."""
+    before anything is stored. The job's documents are logged with ``actor``."""
     collection = collection_name_check(collection)
     job_id = uuid.uuid4()
     folder = Path(settings.UPLOAD_DIR) / str(job_id)
@@ -46,11 +67,11 @@ def job_create(
     files = []
     for number, (name, data) in enumerate(uploads):
         stored = folder / f"{number:05d}"
-        stored.write_bytes(data)
+        _store(stored, data)
         files.append({"name": name, "stored": str(stored)})
     with transaction.atomic():
         collection_ensure(name=collection, owner=owner, public=public)
-        job = IngestJob.objects.create(id=job_id, collection=collection, files=files)
+        job = IngestJob.objects.create(id=job_id, collection=collection, files=files, actor=actor, retry_of=retry_of)
         if enqueue:
             from apps.ingest.tasks import run_ingest_job
 
@@ -95,7 +116,12 @@ def job_run(*, job_id: str, driver: Driver, extractor: EntityExtractor) -> Inges
 
     job_progress(job_id=job_id, stage=f"0 of {total} files", percent=0)
     outcomes = uploads_ingest(
-        driver=driver, uploads=files(), collection=job.collection, extractor=extractor, on_batch=progress
+        driver=driver,
+        uploads=files(),
+        collection=job.collection,
+        extractor=extractor,
+        on_batch=progress,
+        actor=job.actor,
     )
     return job_finish(job_id=job_id, outcomes=outcomes)
 
@@ -118,9 +144,68 @@ def job_finish(*, job_id: str, outcomes: Sequence[FileOutcome]) -> IngestJob:
         finished_at=timezone.now(),
     )
     job = IngestJob.objects.get(id=job_id)
-    if not failed:  # a failed job keeps its files so it can be retried
+    kept = failed_uploads(files=job.files, failed_paths={outcome.path for outcome in failed})
+    if not kept:
         shutil.rmtree(Path(settings.UPLOAD_DIR) / str(job_id), ignore_errors=True)
+    for number, item in enumerate(job.files):
+        if number not in kept:
+            Path(item["stored"]).unlink(missing_ok=True)
     return job
+
+
+def failed_uploads(*, files: Sequence[dict[str, str]], failed_paths: set[str]) -> set[int]:
+    """The positions of the uploaded files that a job's failed outcomes came from.
+
+    A file that failed as a whole is named by its outcome. A document inside a zip is named by its
+    path in the archive: when a failed outcome names no uploaded file, every zip of the job is kept
+    (retrying a zip leaves its members that went in unchanged: the same bytes are a no-op)."""
+    names = {item["name"] for item in files}
+    kept = {number for number, item in enumerate(files) if item["name"] in failed_paths}
+    if failed_paths - names:
+        kept |= {number for number, item in enumerate(files) if item["name"].lower().endswith(".zip")}
+    return kept
+
+
+def retryable_files(job: IngestJob) -> list[int]:
+    """The positions of a failed job's files that are kept and not retried yet."""
+    if job.state != IngestJob.FAILED:
+        return []
+    return [
+        number for number, item in enumerate(job.files) if "retried_as" not in item and Path(item["stored"]).is_file()
+    ]
+
+
+def job_retry(
+    *, job_id: str, numbers: Sequence[int] | None = None, owner: AbstractBaseUser | None = None, actor: str
+) -> IngestJob:
+    """Queue a failed job's kept files (all, or those at ``numbers``) again, as a new job.
+
+    The new job takes the files over: the old job's copies are deleted and each is marked with the
+    new job's id, so a file is retried once. The new job is ingested through the same services as
+    any upload, so what goes in is logged with ``actor``."""
+    with transaction.atomic():
+        job = IngestJob.objects.select_for_update().get(id=job_id)
+        available = retryable_files(job)
+        chosen = available if not numbers else [n for n in numbers if n in available]
+        if not chosen:
+            raise RetryRefused("This job has no failed files left to retry.")
+        uploads = [(job.files[n]["name"], Path(job.files[n]["stored"]).read_bytes()) for n in chosen]
+        retry = job_create(collection=job.collection, uploads=uploads, owner=owner, actor=actor, retry_of=job)
+        files = [dict(item) for item in job.files]
+        for n in chosen:
+            files[n]["retried_as"] = str(retry.id)
+        IngestJob.objects.filter(id=job.id).update(files=files)
+        transaction.on_commit(lambda: _unlink([job.files[n]["stored"] for n in chosen]))
+    return retry
+
+
+def _unlink(paths: Sequence[str]) -> None:
+    """Delete retried files, and their job's folder once it is empty."""
+    for path in paths:
+        Path(path).unlink(missing_ok=True)
+    for folder in {Path(path).parent for path in paths}:
+        with contextlib.suppress(OSError):
+            folder.rmdir()  # only when empty
 
 
 def job_fail(*, job_id: str, error: str) -> None:

@@ -41,11 +41,17 @@ class IngestJob(models.Model):
     state = models.CharField(max_length=10, choices=STATES, default=QUEUED, db_index=True)
     stage = models.CharField(max_length=40, default="queued")
     percent = models.PositiveSmallIntegerField(default=0)
-    files = models.JSONField(default=list)  # [{"name": shown path, "stored": path on disk}]
+    # [{"name": shown path, "stored": path on disk, "retried_as"?: job id}]; a stored file is kept
+    # only while it can be retried (apps.ingest.jobs)
+    files = models.JSONField(default=list)
     results = models.JSONField(default=list)  # one outcome per file, in order
     counts = models.JSONField(default=dict)
     error = models.TextField(blank=True)
     attempts = models.PositiveSmallIntegerField(default=0)
+    # Who the job's change-log entries name: ``user:NAME`` for a web upload.
+    actor = models.CharField(max_length=200, default="system:ingest")
+    # The failed job whose files this job tries again.
+    retry_of = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="retries")
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)

@@ -13,12 +13,11 @@ from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_http_methods
 
-from apps.accounts.access import can_read, readable_collections
-from apps.accounts.models import Collection
-from apps.accounts.services import AccountsError, collection_name_check
+from apps.accounts.access import readable_collections
 from apps.core.http import HtmxHttpRequest
-from apps.ingest.jobs import job_create
 from apps.ingest.models import IngestJob
+from apps.ingest.selectors import jobs_readable
+from apps.ingest.uploads import UploadRefused, uploads_submit
 
 
 @staff_member_required
@@ -26,38 +25,21 @@ from apps.ingest.models import IngestJob
 def jobs(request: HtmxHttpRequest) -> HttpResponse:
     """Recent jobs, and a form to upload files into a collection."""
     error = ""
+    collection = settings.DEFAULT_COLLECTION
     if request.method == "POST":
-        uploads = request.FILES.getlist("files")
+        collection = request.POST.get("collection") or settings.DEFAULT_COLLECTION
         try:
-            collection = upload_collection(request, request.POST.get("collection") or settings.DEFAULT_COLLECTION)
-        except AccountsError as exc:
+            job = uploads_submit(user=request.user, collection=collection, files=request.FILES.getlist("files"))
+        except UploadRefused as exc:
             error = str(exc)
         else:
-            if not uploads:
-                error = "Choose at least one file."
-            else:
-                job = job_create(
-                    collection=collection,
-                    uploads=[(f.name or "upload", f.read()) for f in uploads],
-                    owner=request.user if request.user.is_authenticated else None,
-                )
-                return redirect("ingest-job", job_id=job.id)
-    context = {"jobs": readable_jobs(request)[:50], "error": error, "default_collection": settings.DEFAULT_COLLECTION}
+            return redirect("ingest-job", job_id=job.id)
+    context = {"jobs": readable_jobs(request)[:50], "error": error, "default_collection": collection}
     return render(request, "ingest/jobs.html", context, status=400 if error else 200)
 
 
-def upload_collection(request: HtmxHttpRequest, name: str) -> str:
-    """The collection an upload may go into: a new one, or one the uploader can read."""
-    collection = collection_name_check(name)
-    if Collection.objects.filter(name=collection).exists() and not can_read(request.user, collection):
-        raise AccountsError(f"You cannot add files to the collection “{collection}”; choose another name.")
-    return collection
-
-
 def readable_jobs(request: HtmxHttpRequest) -> QuerySet[IngestJob]:
-    allowed = readable_collections(request.user)
-    jobs = IngestJob.objects.all()
-    return jobs if allowed is None else jobs.filter(collection__in=allowed)
+    return jobs_readable(collections=readable_collections(request.user))
 
 
 @staff_member_required
