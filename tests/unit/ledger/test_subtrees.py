@@ -5,6 +5,7 @@ trust the store and says when it disagrees."""
 from __future__ import annotations
 
 import hashlib
+import importlib
 import io
 import random
 
@@ -140,3 +141,14 @@ def test_verify_recomputes_and_names_a_wrong_or_missing_subtree_and_retree_repai
     call_command("ledger", "retree", stdout=out)
     assert out.getvalue().strip() == "18 subtree hash(es) stored"
     assert log_verify(chain=None).ok and tree_head().root == merkle.root(leaves).hex()
+
+
+def test_the_migration_fills_the_subtrees_of_a_log_logged_before_them() -> None:
+    from django.apps import apps
+
+    migration = importlib.import_module("apps.ledger.migrations.0003_merklenode")
+    leaves = append_batches(37)
+    MerkleNode.objects.all().delete()
+    migration.fill(apps, None)
+    assert {(n.level, n.index): bytes.fromhex(n.hash) for n in MerkleNode.objects.all()} == subtrees.all_nodes(leaves)
+    assert log_verify(chain=None).ok
