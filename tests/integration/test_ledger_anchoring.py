@@ -227,7 +227,7 @@ def test_the_ledger_command_deploys_anchors_verifies_and_writes_proofs(tmp_path:
     assert code == 0 and out.startswith("anchor contract: 0x")
     append(4)
     code, out = run("anchor")
-    assert code == 0 and json.loads(out)["confirmed"] == [4]
+    assert code == 0 and json.loads(out)["confirmed"] == [4], out
     status = json.loads(run("status", "--json")[1])
     assert status["tree_size"] == 4 and status["anchors"][0]["state"] == "confirmed"
     code, out = run("verify", "--json")
