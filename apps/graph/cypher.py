@@ -216,6 +216,7 @@ RETURN e.id AS id
 """
 
 # Mentions and relations of $drop move to $keep; its names become aliases of $keep; $drop goes.
+# A relation keeps its direction: $drop's end of it becomes $keep.
 ENTITY_MERGE = """
 MATCH (keep:Entity {id: $keep}), (drop:Entity {id: $drop})
 WHERE keep <> drop
@@ -225,17 +226,10 @@ CALL (keep, drop) {
   DELETE m
 }
 CALL (keep, drop) {
-  MATCH (drop)-[r:RELATED]->(other) WHERE other <> keep
-  MERGE (keep)-[n:RELATED {predicate: r.predicate}]->(other)
-  ON CREATE SET n.evidence = [], n.documents = []
-  SET n.evidence = n.evidence + [x IN r.evidence WHERE NOT x IN n.evidence],
-      n.documents = n.documents + [x IN r.documents WHERE NOT x IN n.documents],
-      n.status = coalesce(n.status, r.status)
-  SET n.weight = size(n.evidence)
-}
-CALL (keep, drop) {
-  MATCH (other)-[r:RELATED]->(drop) WHERE other <> keep
-  MERGE (other)-[n:RELATED {predicate: r.predicate}]->(keep)
+  MATCH (drop)-[r:RELATED]-(other) WHERE other <> keep
+  WITH r, CASE WHEN startNode(r) = drop THEN [keep, other] ELSE [other, keep] END AS ends
+  WITH r, ends[0] AS source, ends[1] AS target
+  MERGE (source)-[n:RELATED {predicate: r.predicate}]->(target)
   ON CREATE SET n.evidence = [], n.documents = []
   SET n.evidence = n.evidence + [x IN r.evidence WHERE NOT x IN n.evidence],
       n.documents = n.documents + [x IN r.documents WHERE NOT x IN n.documents],

@@ -54,6 +54,22 @@ class LedgerHead(models.Model):
         return f"next entry #{self.next_seq}"
 
 
+class MerkleNode(models.Model):
+    """The hash of a perfect subtree of the log's Merkle tree: ``2**level`` entries from entry
+    ``index * 2**level`` (levels >= 1). A cache that makes tree heads and proofs read O(log n) rows
+    (apps/ledger/subtrees.py); ``ledger verify`` recomputes it from the entries and compares."""
+
+    level = models.PositiveSmallIntegerField()
+    index = models.PositiveBigIntegerField()
+    hash = models.CharField(max_length=64)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["level", "index"], name="merklenode_unique")]
+
+    def __str__(self) -> str:
+        return f"subtree {self.level}/{self.index}"
+
+
 class Snapshot(models.Model):
     """A subject's content, stored under its SHA-256 (the ``before``/``after`` of entries)."""
 

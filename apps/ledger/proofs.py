@@ -12,7 +12,7 @@ from typing import Any
 from apps.ledger import merkle
 from apps.ledger.canonical import CanonicalError, entry_bytes
 from apps.ledger.models import Anchor, ChangeEntry
-from apps.ledger.services import LedgerError, leaf_hashes
+from apps.ledger.services import LedgerError, inclusion_path, tree_head
 
 FORMAT = "ragkg-ledger-proof/1"
 
@@ -31,13 +31,24 @@ def proof_bundle(seq: int) -> dict[str, Any]:
         raise LedgerError(
             f"entry #{seq} is not anchored yet; the next anchoring round (`manage.py ledger anchor`) covers it"
         )
-    leaves = leaf_hashes(anchor.tree_size)
+    size = anchor.tree_size
     try:
         data = entry_bytes(row.entry())
     except CanonicalError as exc:
         raise LedgerError(f"entry #{seq} was changed ({exc}); run `manage.py ledger verify`") from exc
     leaf = merkle.leaf_hash(data)
-    if len(leaves) < anchor.tree_size or leaves[seq] != leaf or merkle.root(leaves).hex() != anchor.root:
+    try:
+        head = tree_head(size)
+        path = inclusion_path(seq=seq, size=size)
+    except LedgerError:
+        head, path = None, []
+    nodes = [bytes.fromhex(node) for node in path]
+    if (
+        head is None
+        or row.leaf_hash != leaf.hex()
+        or head.root != anchor.root
+        or not merkle.verify_inclusion(leaf, seq, size, nodes, bytes.fromhex(anchor.root))
+    ):
         raise LedgerError("the change log no longer gives the anchored root; run `manage.py ledger verify`")
     return {
         "format": FORMAT,
@@ -45,7 +56,7 @@ def proof_bundle(seq: int) -> dict[str, Any]:
         "leaf_index": seq,
         "leaf_hash": leaf.hex(),
         "tree_size": anchor.tree_size,
-        "inclusion_path": [node.hex() for node in merkle.inclusion_proof(seq, leaves)],
+        "inclusion_path": path,
         "root": anchor.root,
         "anchor": {
             "chain_id": anchor.chain_id,

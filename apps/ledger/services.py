@@ -9,6 +9,7 @@ so numbers are dense and commit in order.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -17,10 +18,12 @@ from typing import Any
 from django.db import transaction
 from django.db.models import F, Max
 
-from apps.ledger import merkle
+from apps.ledger import merkle, subtrees
 from apps.ledger.canonical import ACTIONS, Entry, entry_bytes
 from apps.ledger.content import Content, content_hash
 from apps.ledger.models import ChangeEntry, GraphChange, LedgerHead, Snapshot
+
+logger = logging.getLogger(__name__)
 
 
 class LedgerError(Exception):
@@ -106,6 +109,7 @@ def entries_append(*, actor: str, changes: Sequence[Change]) -> list[ChangeEntry
         [Snapshot(sha256=digest, content=content) for digest, content in snapshots.items()], ignore_conflicts=True
     )
     ChangeEntry.objects.bulk_create(rows)
+    subtrees.nodes_append(first, [bytes.fromhex(row.leaf_hash) for row in rows])
     GraphChange.objects.bulk_create(
         [
             GraphChange(entry=row, operation=change.operation)
@@ -162,25 +166,43 @@ class TreeHead:
     root: str  # hex
 
 
-def tree_head(size: int | None = None) -> TreeHead:
+def _hashes(ranges: Sequence[tuple[int, int]], size: int) -> list[bytes]:
+    """The hash of each node range of the tree of ``size``: from the stored subtrees (O(log n) rows),
+    or from all leaf hashes when the store lacks one (it never should; ``ledger verify`` says)."""
+    found = subtrees.range_hashes(ranges)
+    if found is not None:
+        return found
+    logger.warning("the change log's stored subtrees are incomplete; hashing the leaves (run `ledger verify`)")
     leaves = leaf_hashes(size)
-    if size is not None and len(leaves) < size:
-        raise LedgerError(f"the change log has {len(leaves)} entries, not {size}")
-    return TreeHead(len(leaves), merkle.root(leaves).hex())
+    return [merkle.root(leaves[start:end]) for start, end in ranges]
+
+
+def tree_head(size: int | None = None) -> TreeHead:
+    total = tree_size()
+    if size is not None and total < size:
+        raise LedgerError(f"the change log has {total} entries, not {size}")
+    size = total if size is None else size
+    if size <= 0:
+        return TreeHead(len(leaf_hashes(size)), merkle.root([]).hex())
+    return TreeHead(size, _hashes([(0, size)], size)[0].hex())
 
 
 def inclusion_path(*, seq: int, size: int) -> list[str]:
-    leaves = leaf_hashes(size)
-    if not 0 <= seq < len(leaves):
-        raise LedgerError(f"entry {seq} is not within a tree of {len(leaves)} entries")
-    return [node.hex() for node in merkle.inclusion_proof(seq, leaves)]
+    size = min(size, tree_size())
+    if not 0 <= seq < size:
+        raise LedgerError(f"entry {seq} is not within a tree of {max(size, 0)} entries")
+    return [node.hex() for node in _hashes(subtrees.inclusion_ranges(seq, 0, size), size)]
 
 
 def consistency_path(*, old_size: int, new_size: int) -> list[str]:
-    leaves = leaf_hashes(new_size)
-    if len(leaves) < new_size:
-        raise LedgerError(f"the change log has {len(leaves)} entries, not {new_size}")
-    return [node.hex() for node in merkle.consistency_proof(old_size, leaves)]
+    total = tree_size()
+    if total < new_size:
+        raise LedgerError(f"the change log has {total} entries, not {new_size}")
+    if not 0 <= old_size <= new_size:
+        raise ValueError(f"size {old_size} is not within a tree of {max(new_size, 0)}")
+    if old_size in (0, new_size):
+        return []
+    return [node.hex() for node in _hashes(subtrees.consistency_ranges(old_size, 0, new_size), new_size)]
 
 
 def snapshot(digest: str | None) -> Content | None:

@@ -2,6 +2,8 @@
 
 * entries: dense sequence numbers, and each row's fields still hash to its stored leaf hash;
 * snapshots: each stored content still hashes to its key;
+* stored subtrees (the cache tree heads and proofs are read from): each equals the subtree of the
+  recomputed leaves, none is missing or extra;
 * anchors: for every anchored head the chain's ``rootAt(size)`` equals the root recomputed from
   the entries' fields, and successive anchored heads are consistent (RFC 9162 consistency
   proofs, checked against the roots on chain): the log only ever grew;
@@ -18,16 +20,16 @@ from typing import Any
 
 from neo4j import Driver
 
-from apps.ledger import merkle
+from apps.ledger import merkle, subtrees
 from apps.ledger.canonical import CanonicalError, entry_bytes
 from apps.ledger.chain import Chain, ChainError
 from apps.ledger.content import content_hash
-from apps.ledger.models import Anchor, ChangeEntry, Snapshot
+from apps.ledger.models import Anchor, ChangeEntry, MerkleNode, Snapshot
 
 
 @dataclass(frozen=True)
 class Problem:
-    kind: str  # entry | snapshot | anchor | chain | graph
+    kind: str  # entry | snapshot | tree | anchor | chain | graph
     message: str
     seq: int | None = None  # the entry it concerns, when one is known
     tree_size: int | None = None  # the anchor it concerns
@@ -91,6 +93,39 @@ def _snapshots(report: Report) -> None:
             report.problems.append(Problem("snapshot", f"the content stored under {row.sha256} was changed"))
 
 
+def _span(key: subtrees.Key) -> str:
+    level, index = key
+    return f"entries #{index << level} to #{((index + 1) << level) - 1}"
+
+
+def _subtrees(report: Report, leaves: list[bytes]) -> None:
+    """The stored subtrees against the tree of the recomputed leaves (the store is not trusted)."""
+    expected = {key: value.hex() for key, value in subtrees.all_nodes(leaves).items()}
+    wrong: list[subtrees.Key] = []
+    for level, index, value in MerkleNode.objects.values_list("level", "index", "hash").iterator(chunk_size=5000):
+        if expected.pop((level, index), None) != value:
+            wrong.append((level, index))
+    if wrong:
+        first = min(wrong, key=lambda key: (key[1] << key[0], key[0]))
+        report.problems.append(
+            Problem(
+                "tree",
+                f"{len(wrong)} stored subtree hash(es) disagree with the entries (the first over {_span(first)}): "
+                "tree heads and proofs read them; once the entries are found right, `manage.py ledger retree` "
+                "stores them again",
+            )
+        )
+    if expected:
+        first = min(expected, key=lambda key: (key[1] << key[0], key[0]))
+        report.problems.append(
+            Problem(
+                "tree",
+                f"{len(expected)} stored subtree hash(es) are missing (the first over {_span(first)}): "
+                "tree heads and proofs read every entry instead; `manage.py ledger retree` stores them again",
+            )
+        )
+
+
 def _anchors(report: Report, leaves: list[bytes], chain: Chain) -> None:
     anchors = list(Anchor.objects.filter(state=Anchor.CONFIRMED).order_by("tree_size", "created_at"))
     previous: tuple[int, bytes] | None = None
@@ -140,8 +175,10 @@ def _anchors(report: Report, leaves: list[bytes], chain: Chain) -> None:
 
 
 def _order(problem: Problem) -> tuple[int, int, int]:
-    """Problems naming an entry first, in log order; then the others by the anchor they concern."""
-    return (0 if problem.seq is not None else 1, problem.seq or 0, problem.tree_size or 0)
+    """Problems naming an entry first, in log order; then the others by the anchor they concern; the
+    stored subtrees (a cache) last."""
+    group = 0 if problem.seq is not None else 2 if problem.kind == "tree" else 1
+    return (group, problem.seq or 0, problem.tree_size or 0)
 
 
 def log_verify(*, chain: Chain | None, driver: Driver | None = None) -> Report:
@@ -149,6 +186,7 @@ def log_verify(*, chain: Chain | None, driver: Driver | None = None) -> Report:
     report = Report()
     leaves = _entries(report)
     _snapshots(report)
+    _subtrees(report, leaves)
     if chain is not None:
         try:
             _anchors(report, leaves, chain)

@@ -10,7 +10,6 @@ are the exact-mode scores. Cost: ``ablations`` forward passes over prompt and an
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -20,7 +19,7 @@ import numpy.typing as npt
 
 from apps.models.interfaces import Generator
 from apps.provenance.fast import normalised
-from apps.provenance.layout import Layout
+from apps.provenance.layout import Layout, layout_attribution
 from apps.provenance.types import EXACT, Attribution
 
 METHOD = "ablation+lasso"
@@ -70,26 +69,12 @@ def surrogate_scores(
 
 
 def exact_attribute(*, model: Any, model_name: str, layout: Layout, params: ExactParams) -> Attribution:
-    started = time.perf_counter()
-    tokens, units = len(layout.answer_ids), len(layout.units)
-    if tokens and units:
-        masks = ablation_masks(units, params)
+    def score() -> tuple[npt.NDArray[np.float32], int]:
+        masks = ablation_masks(len(layout.units), params)
         targets = np.stack([answer_logits(model, layout, mask) for mask in masks])  # (ablations, tokens)
-        scores = surrogate_scores(masks, targets, params.alpha)
-        passes = params.ablations
-    else:
-        scores = np.zeros((tokens, units), dtype=np.float32)
-        passes = 0
-    return Attribution(
-        mode=EXACT,
-        method=METHOD,
-        model=model_name,
-        tokens=list(layout.answer_tokens),
-        units=list(layout.units),
-        scores=scores,
-        forward_passes=passes,
-        seconds=time.perf_counter() - started,
-    )
+        return surrogate_scores(masks, targets, params.alpha), params.ablations
+
+    return layout_attribution(layout=layout, mode=EXACT, method=METHOD, model=model_name, score=score)
 
 
 @dataclass(frozen=True)

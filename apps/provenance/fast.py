@@ -15,7 +15,6 @@ The two are mixed as ``(1 - lexical_weight) * attention + lexical_weight * copy`
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -26,7 +25,7 @@ import numpy as np
 import numpy.typing as npt
 
 from apps.models.interfaces import Generator
-from apps.provenance.layout import Layout
+from apps.provenance.layout import Layout, layout_attribution
 from apps.provenance.types import FAST, Attribution, TokenSpan
 
 CALIBRATION_DIR = Path(__file__).resolve().parent / "calibration"
@@ -134,27 +133,15 @@ def fast_attribute(
     *, model: Any, model_name: str, layout: Layout, answer: str, unit_texts: Sequence[str], params: FastParams
 ) -> Attribution:
     """Fast-mode scores for every answer token (one extra forward pass over the answer)."""
-    started = time.perf_counter()
-    if layout.answer_ids and layout.units:
+
+    def score() -> tuple[npt.NDArray[np.float32], int]:
         attention = unit_attention(layer_attention(model, layout), layout, params)
         copied = copy_scores(answer, layout.answer_tokens, unit_texts, params.min_copy)
         has_copy = copied.sum(axis=1, keepdims=True) > 0
         weight = np.where(has_copy, params.lexical_weight, 0.0).astype(np.float32)
-        scores = ((1 - weight) * attention + weight * copied).astype(np.float32)
-        passes = 2
-    else:
-        scores = np.zeros((len(layout.answer_tokens), len(layout.units)), dtype=np.float32)
-        passes = 0
-    return Attribution(
-        mode=FAST,
-        method=METHOD,
-        model=model_name,
-        tokens=list(layout.answer_tokens),
-        units=list(layout.units),
-        scores=scores,
-        forward_passes=passes,
-        seconds=time.perf_counter() - started,
-    )
+        return ((1 - weight) * attention + weight * copied).astype(np.float32), 2
+
+    return layout_attribution(layout=layout, mode=FAST, method=METHOD, model=model_name, score=score)
 
 
 @dataclass(frozen=True)

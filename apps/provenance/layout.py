@@ -8,7 +8,8 @@ its offsets in the answer text, so each answer token can be scored against the u
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,7 +17,7 @@ import numpy as np
 import numpy.typing as npt
 from transformers import PreTrainedTokenizerBase
 
-from apps.provenance.types import TokenSpan, Unit
+from apps.provenance.types import Attribution, TokenSpan, Unit
 
 
 class LayoutError(ValueError):
@@ -95,3 +96,28 @@ def layout_build(
     answer_ids, answer_offsets = _tokens_with_offsets(tokenizer, answer)
     answer_tokens = [TokenSpan(answer[a:b], a, b) for a, b in answer_offsets]
     return Layout(prompt_ids, unit_of_token, answer_ids, answer_tokens, list(units))
+
+
+Scoring = Callable[[], tuple[npt.NDArray[np.float32], int]]
+
+
+def layout_attribution(*, layout: Layout, mode: str, method: str, model: str, score: Scoring) -> Attribution:
+    """An attribution over the layout's answer tokens and units, timed. ``score`` returns the
+    (answer tokens, units) scores and the forward passes it took; it is only called when there
+    are answer tokens and units (otherwise every score is 0, with no passes)."""
+    started = time.perf_counter()
+    if layout.answer_ids and layout.units:
+        scores, passes = score()
+    else:
+        scores = np.zeros((len(layout.answer_tokens), len(layout.units)), dtype=np.float32)
+        passes = 0
+    return Attribution(
+        mode=mode,
+        method=method,
+        model=model,
+        tokens=list(layout.answer_tokens),
+        units=list(layout.units),
+        scores=scores,
+        forward_passes=passes,
+        seconds=time.perf_counter() - started,
+    )

@@ -130,8 +130,10 @@ def test_verify_names_an_entry_edited_or_deleted_in_the_database() -> None:
             "UPDATE ledger_changeentry SET leaf_hash = %s WHERE seq = 4", [leaf_hash(entry_bytes(row.entry())).hex()]
         )
     report = log_verify(chain=chain)
-    assert [problem.kind for problem in report.problems] == ["anchor"]
+    assert [problem.kind for problem in report.problems] == ["anchor", "tree"]
     assert "do not give the root anchored on chain" in report.problems[0].message
+    # The stored subtrees, written when the entry was appended, still hold the original.
+    assert "disagree with the entries (the first over entries #4 to #5)" in report.problems[1].message
 
     with connection.cursor() as cursor:
         cursor.execute("DELETE FROM ledger_changeentry WHERE seq = 5")
@@ -225,7 +227,7 @@ def test_the_ledger_command_deploys_anchors_verifies_and_writes_proofs(tmp_path:
     assert code == 0 and out.startswith("anchor contract: 0x")
     append(4)
     code, out = run("anchor")
-    assert code == 0 and json.loads(out)["confirmed"] == [4]
+    assert code == 0 and json.loads(out)["confirmed"] == [4], out
     status = json.loads(run("status", "--json")[1])
     assert status["tree_size"] == 4 and status["anchors"][0]["state"] == "confirmed"
     code, out = run("verify", "--json")

@@ -188,8 +188,66 @@ def test_documents_from_before_the_log_are_adopted(empty_graph: Driver) -> None:
     with connection.cursor() as cursor:  # as if both had been ingested before the log existed
         cursor.execute("DELETE FROM ledger_changeentry")
         cursor.execute("DELETE FROM ledger_ledgerhead")
+        cursor.execute("DELETE FROM ledger_merklenode")
     assert len(log_verify(chain=None, driver=empty_graph).problems) == 2
     assert sorted(documents_adopt(driver=empty_graph)) == ["lab/ada.txt", "lab/babbage.txt"]
     assert documents_adopt(driver=empty_graph) == []
     assert set(ChangeEntry.objects.values_list("actor", flat=True)) == {"system:adopt"}
     graph_ok(empty_graph)
+
+
+MERGE_GRAPH = """
+CREATE (k:Entity {id: 'k', name: 'Ada Lovelace', type: 'PERSON', aliases: [], documents: ['d2']}),
+       (d:Entity {id: 'd', name: 'Lovelace', type: 'PERSON', aliases: ['A. L.'], documents: ['d1', 'd3']}),
+       (a:Entity {id: 'a', name: 'Babbage', type: 'PERSON', aliases: [], documents: []}),
+       (b:Entity {id: 'b', name: 'London', type: 'GPE', aliases: [], documents: []})
+CREATE (d)-[:RELATED {predicate: 'knew', evidence: ['u1'], documents: ['d1'], status: 'approved', weight: 1}]->(a),
+       (k)-[:RELATED {predicate: 'knew', evidence: ['u2', 'u1'], documents: ['d2'], weight: 2}]->(a),
+       (b)-[:RELATED {predicate: 'in', evidence: ['u3', 'u4'], documents: ['d1'], status: 'rejected', weight: 2}]->(d),
+       (a)-[:RELATED {predicate: 'knew', evidence: ['u5'], documents: ['d3'], weight: 1}]->(d),
+       (d)-[:RELATED {predicate: 'same_as', evidence: ['u6'], documents: ['d1'], weight: 1}]->(k),
+       (d)-[:RELATED {predicate: 'is', evidence: ['u7'], documents: ['d1'], weight: 1}]->(d)
+"""
+
+RELATIONS = """
+MATCH (s:Entity)-[r:RELATED]->(t:Entity)
+RETURN s.id AS s, r.predicate AS p, t.id AS t, r.evidence AS evidence, r.documents AS documents,
+       r.status AS status, r.weight AS weight
+ORDER BY s, p, t
+"""
+
+
+def test_a_merge_moves_relations_both_ways_keeping_direction_and_properties(empty_graph: Driver) -> None:
+    from apps.graph import cypher
+
+    empty_graph.execute_query(MERGE_GRAPH, database_=settings.NEO4J_DATABASE)
+    for _ in range(2):  # applying it again changes nothing
+        empty_graph.execute_query(cypher.ENTITY_MERGE, keep="k", drop="d", database_=settings.NEO4J_DATABASE)
+        records, _, _ = empty_graph.execute_query(RELATIONS, database_=settings.NEO4J_DATABASE)
+        assert [dict(record) for record in records] == [
+            {"s": "a", "p": "knew", "t": "k", "evidence": ["u5"], "documents": ["d3"], "status": None, "weight": 1},
+            {
+                "s": "b",
+                "p": "in",
+                "t": "k",
+                "evidence": ["u3", "u4"],
+                "documents": ["d1"],
+                "status": "rejected",
+                "weight": 2,
+            },
+            {
+                "s": "k",
+                "p": "knew",
+                "t": "a",
+                "evidence": ["u2", "u1"],
+                "documents": ["d2", "d1"],
+                "status": "approved",
+                "weight": 2,
+            },
+        ]
+    records, _, _ = empty_graph.execute_query(
+        "MATCH (e:Entity {id: 'k'}) RETURN e.aliases AS aliases, e.documents AS documents",
+        database_=settings.NEO4J_DATABASE,
+    )
+    assert records[0]["aliases"] == ["Lovelace", "A. L."] and records[0]["documents"] == ["d2", "d1", "d3"]
+    assert sorted(entity_ids(empty_graph).values()) == ["a", "b", "k"]

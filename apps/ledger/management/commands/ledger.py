@@ -32,6 +32,7 @@ class Command(BaseCommand):
         sub.add_parser(
             "adopt", help="log the documents in the graph that no entry accounts for (ingested before the log)"
         )
+        sub.add_parser("retree", help="store the subtrees that tree heads and proofs read again, from the entries")
         status = sub.add_parser("status", help="tree head and anchors")
         status.add_argument("--json", action="store_true")
 
@@ -97,6 +98,11 @@ class Command(BaseCommand):
 
         adopted = documents_adopt(driver=get_driver())
         self.stdout.write(f"{len(adopted)} document(s) brought under the change log")
+
+    def _retree(self, options: dict[str, Any]) -> None:
+        from apps.ledger.subtrees import nodes_rebuild
+
+        self.stdout.write(f"{nodes_rebuild()} subtree hash(es) stored")
 
     def _status(self, options: dict[str, Any]) -> None:
         head = tree_head()
