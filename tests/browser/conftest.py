@@ -20,7 +20,7 @@ import pytest
 from django.conf import settings
 from playwright.sync_api import Browser, ViewportSize, sync_playwright
 
-from tests.browser.support import JOURNAL, SOCIETY, Browsing, Corpus, Persona
+from tests.browser.support import JOURNAL, MUSEUM, SOCIETY, Browsing, Corpus, Persona, field_notes
 from tests.conftest import _running, services
 from tests.support import manage
 
@@ -28,6 +28,9 @@ CHROMIUM = Path("/usr/bin/chromium")  # Debian's package (scripts/bootstrap.sh i
 PASSWORD = "browser-test-password-1912"
 ADMIN = Persona("browser-admin", PASSWORD)
 AUDITOR = Persona("browser-auditor", PASSWORD)
+CURATOR = Persona("browser-curator", PASSWORD)
+UPLOADER = Persona("browser-uploader", PASSWORD)
+OUTSIDER = Persona("browser-outsider", PASSWORD)
 VIEWPORT: ViewportSize = {"width": 1280, "height": 900}
 TIMEOUT_MS = 15_000  # any one action or expectation; asking waits longer (see the tests)
 
@@ -40,7 +43,8 @@ from django.contrib.auth.models import Group
 from apps.accounts.services import collection_grant
 for row in json.loads(os.environ["BROWSER_PEOPLE"]):
     user, _ = get_user_model().objects.get_or_create(username=row["username"])
-    user.is_superuser = user.is_staff = row["superuser"]
+    user.is_superuser = row["superuser"]
+    user.is_staff = row["superuser"] or row["staff"]
     user.is_active = True
     user.set_password(row["password"])
     user.save()
@@ -64,9 +68,17 @@ def web_server(live_services: None) -> Iterator[str]:
 
 @pytest.fixture(scope="package")
 def corpus(live_services: None, tmp_path_factory: pytest.TempPathFactory) -> Corpus:
-    """Two small documents, ingested by the real worker into a private collection no earlier run used."""
+    """Four small documents, ingested by the real worker into a private collection no earlier run used:
+    the journal and its society (asked about), the museum's two names (merged by the curator), and
+    field notes with a word new in this run (which the outsider must never see)."""
     folder = tmp_path_factory.mktemp("moss")
-    texts = {"journal.txt": JOURNAL, "society.txt": SOCIETY}
+    code = f"zq{uuid.uuid4().hex[:10]}"
+    texts = {
+        "journal.txt": JOURNAL,
+        "society.txt": SOCIETY,
+        "museum.txt": MUSEUM,
+        f"notes-{code}.txt": field_notes(code),
+    }
     for name, text in texts.items():
         (folder / name).write_text(text)
     collection = f"moss-{uuid.uuid4().hex[:8]}"
@@ -75,22 +87,38 @@ def corpus(live_services: None, tmp_path_factory: pytest.TempPathFactory) -> Cor
     assert run.returncode == 0, run.stdout + run.stderr
     job = json.loads(run.stdout)
     assert sorted((r["path"], r["status"]) for r in job["results"]) == [(name, "created") for name in sorted(texts)]
-    return Corpus(collection=collection, texts=texts)
+    return Corpus(collection=collection, texts=texts, job=job["id"], code=code)
 
 
 @pytest.fixture(scope="package")
 def people(corpus: Corpus) -> None:
-    """In the server's database, with known passwords: a superuser (who reads every collection)
-    and an auditor granted to read the corpus's collection."""
+    """In the server's database, with known passwords: a superuser (who reads every collection);
+    an auditor, and a curator who is an auditor too, both granted to read the corpus's collection;
+    a staff user with no role and no grant, who uploads; and an outsider, a viewer with no grant."""
+
+    def row(
+        persona: Persona,
+        *,
+        superuser: bool = False,
+        staff: bool = False,
+        roles: tuple[str, ...] = (),
+        reads: tuple[str, ...] = (),
+    ) -> dict[str, object]:
+        return {
+            "username": persona.username,
+            "password": persona.password,
+            "superuser": superuser,
+            "staff": staff,
+            "roles": list(roles),
+            "reads": list(reads),
+        }
+
     rows = [
-        {"username": ADMIN.username, "password": ADMIN.password, "superuser": True, "roles": [], "reads": []},
-        {
-            "username": AUDITOR.username,
-            "password": AUDITOR.password,
-            "superuser": False,
-            "roles": ["auditor"],
-            "reads": [corpus.collection],
-        },
+        row(ADMIN, superuser=True),
+        row(AUDITOR, roles=("auditor",), reads=(corpus.collection,)),
+        row(CURATOR, roles=("curator", "auditor"), reads=(corpus.collection,)),
+        row(UPLOADER, staff=True),
+        row(OUTSIDER, roles=("viewer",)),
     ]
     result = manage("shell", "-c", PEOPLE_SCRIPT, BROWSER_PEOPLE=json.dumps(rows))
     assert result.returncode == 0, result.stdout + result.stderr
@@ -104,6 +132,21 @@ def admin(people: None) -> Persona:
 @pytest.fixture
 def auditor(people: None) -> Persona:
     return AUDITOR
+
+
+@pytest.fixture
+def curator(people: None) -> Persona:
+    return CURATOR
+
+
+@pytest.fixture
+def uploader(people: None) -> Persona:
+    return UPLOADER
+
+
+@pytest.fixture
+def outsider(people: None) -> Persona:
+    return OUTSIDER
 
 
 @pytest.fixture(scope="package")

@@ -18,6 +18,17 @@ LOGIN_PAGES = ("/accounts/login/", "/admin/login/")  # the accounts page when it
 
 JOURNAL = "The Journal of Moss Studies is published by the Bryological Society of Wales."
 SOCIETY = "The Bryological Society of Wales was founded in 1912. Its first president was Gwendolyn Pryce."
+# Two names of one museum, which the extractor takes for two organisations: the curator merges them.
+MUSEUM = (
+    "The National Museum of Wales keeps the herbarium of the society. "
+    "In 1925 the National Museum Wales exhibited its mosses."
+)
+KEPT, DROPPED = "National Museum of Wales", "National Museum Wales"
+
+
+def field_notes(code: str) -> str:
+    """A document only readers of the private collection may see: ``code`` is new in every run."""
+    return f"Eluned Morgan found the moss {code} near Tregaron."
 
 
 @dataclass(frozen=True)
@@ -26,6 +37,13 @@ class Corpus:
 
     collection: str
     texts: dict[str, str]  # document path -> text
+    job: str  # the ingestion job's id
+    code: str  # a word of this run's field notes, found in no other collection
+
+    @property
+    def notes(self) -> str:
+        """The path of the field notes (which carries the code too)."""
+        return f"notes-{self.code}.txt"
 
 
 @dataclass(frozen=True)

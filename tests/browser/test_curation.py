@@ -1,0 +1,69 @@
+"""The curation pages in a real browser, as a curator (who is an auditor too): find the two names the
+extractor made of one museum, merge one into the other from the entity page, and follow the success
+message to the merge's entry in the change log."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from playwright.sync_api import expect
+
+from tests.browser.support import DROPPED, KEPT, Browsing, Corpus, Persona
+
+pytestmark = [pytest.mark.integration, pytest.mark.browser]
+
+
+def test_a_curator_merges_two_names_of_one_entity_and_the_change_log_has_it(
+    browsing: Browsing, curator: Persona, corpus: Corpus
+) -> None:
+    page = browsing.page
+    browsing.login(curator)
+    page.get_by_role("navigation").first.get_by_role("link", name="Curation", exact=True).click()
+    expect(page).to_have_url(re.compile(r"/curation/$"))
+    page.get_by_role("main").get_by_role("link", name="Entities", exact=True).first.click()
+    expect(page.locator("h1")).to_have_text("Entities")
+    page.get_by_label("Name or alias contains").fill("National Museum")
+    page.get_by_role("button", name="Search").click()
+    # Only mentions in collections the curator reads count: this run's museum.txt, once each.
+    results = page.locator("#results")
+    kept = results.get_by_role("link", name=re.compile(rf"\b{KEPT}$"))
+    dropped = results.get_by_role("link", name=re.compile(rf"\b{DROPPED}$"))
+    expect(kept).to_have_count(1)
+    expect(dropped).to_have_count(1)
+    browsing.shot("curation-entities")
+
+    kept.click()
+    expect(page.locator("h1")).to_contain_text(KEPT)
+    expect(page.locator("main")).to_contain_text(corpus.collection + "/museum.txt")
+    page.get_by_label("Merge with…").fill(DROPPED)
+    page.get_by_role("button", name="Find").click()
+    candidates = page.get_by_role("region", name="Merge candidates")
+    candidate = candidates.locator("tbody tr").filter(has=page.get_by_role("link", name=re.compile(rf"\b{DROPPED}$")))
+    expect(candidate).to_have_count(1)
+    candidate.get_by_role("button", name="merge it into this entity").click()
+
+    status = page.get_by_role("status")
+    expect(status).to_contain_text(re.compile(r"Merged\. Change-log entry #\d+\."))
+    expect(page.locator("h1")).to_contain_text(KEPT)
+    expect(page.locator("main")).to_contain_text(re.compile(rf"Also called:.*\b{DROPPED}\b"))
+    browsing.shot("curation-merge")
+    entry = status.get_by_role("link", name=re.compile(r"^Change-log entry #\d+$"))
+    seq = (entry.inner_text()).rsplit("#", 1)[1]
+    entry.click()
+
+    expect(page.locator("h1")).to_have_text(f"Entry #{seq} entity.merged")
+    canonical = json.loads(page.locator("#canonical").inner_text())
+    assert canonical["action"] == "entity.merged", canonical
+    assert canonical["actor"] == f"user:{curator.username}", canonical
+    assert canonical["subject"]["kind"] == "Entity", canonical
+    page.get_by_role("link", name="what changed this subject?").click()
+    row = page.locator("table.report tbody tr").filter(has=page.get_by_role("link", name=f"#{seq}", exact=True))
+    expect(row).to_have_count(1)
+    expect(row).to_contain_text("entity.merged")
+
+    # The dropped entity is gone: its name finds only the entity it went into, where it is an alias now.
+    page.goto("/curation/entities/?q=" + DROPPED.replace(" ", "+"))
+    expect(page.locator("#results tbody tr")).to_have_count(1)
+    expect(page.locator("#results tbody tr").get_by_role("link")).to_have_text(re.compile(rf"\b{KEPT}$"))
