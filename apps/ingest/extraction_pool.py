@@ -126,9 +126,12 @@ class _Pending:
         self._pool = pool
         self._shares = shares
         self._result: list[Extraction] | None = None
+        self._released = False
 
     def result(self) -> list[Extraction]:
         if self._result is None:
+            if self._released:  # an earlier call was interrupted; the helpers' answers are gone
+                raise ExtractionFailed("the extraction was interrupted")
             extractions: list[Extraction] = []
             try:
                 for helper, expected in self._shares:
@@ -136,10 +139,11 @@ class _Pending:
                     if len(answer) != expected:
                         raise ExtractionFailed(f"a helper returned {len(answer)} extractions for {expected} texts")
                     extractions.extend(answer)
-            except ExtractionFailed:
+            except BaseException:  # a failure or an interruption: the helpers' streams are out of step
                 self._pool.close()
                 raise
             finally:
+                self._released = True
                 self._pool.release()
             self._result = extractions
         return self._result

@@ -60,6 +60,22 @@ def test_a_killed_helper_fails_the_batch_and_the_pool_recovers(pool: ExtractorPo
     assert pool.extract(TEXTS) == SpacyExtractor().extract(TEXTS)
 
 
+def test_an_interrupted_collection_frees_the_pool_once(pool: ExtractorPool, monkeypatch: pytest.MonkeyPatch) -> None:
+    pool.extract(["warm up"])
+    pending = pool.submit(TEXTS)
+
+    def interrupted() -> list[object]:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(pool._helpers[0], "receive", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        pending.result()
+    with pytest.raises(ExtractionFailed, match="interrupted"):
+        pending.result()  # collecting it again (an abandoned batch) neither hangs nor releases twice
+    assert not pool._helpers
+    assert pool.extract(TEXTS) == SpacyExtractor().extract(TEXTS)
+
+
 def test_messages_round_trip_and_a_cut_stream_is_an_eof() -> None:
     stream = io.BytesIO()
     send_message(stream, ["a", "b"])
