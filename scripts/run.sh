@@ -8,6 +8,8 @@ trap 'exit 130' INT TERM
 "$PY" scripts/services.py up
 # The demo corpus (once; later runs find it loaded).
 "$PY" manage.py load_demo --wait || echo "the demo corpus was not loaded; the app runs without it"
+# The vector indexes must hold every node of the graph (a lost or stale index is rebuilt from Neo4j).
+"$PY" manage.py vectors check --repair >/dev/null || echo "the vector indexes could not be repaired; see: manage.py vectors check"
 # Documents from before the change log existed come under it (once), then its head is anchored now (the worker's beat does it every LEDGER_ANCHOR_INTERVAL seconds).
 "$PY" manage.py ledger adopt && "$PY" manage.py ledger anchor >/dev/null && "$PY" manage.py ledger status | head -n 2 \
   || echo "the change log was not anchored yet; the beat retries every minute"
