@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from django.db import OperationalError
 from django.test import Client
 from neo4j import Driver, GraphDatabase
 from pytest_django.fixtures import Settings
@@ -209,9 +210,17 @@ def test_no_generation_worker_returns_the_evidence_and_says_why(
 def serve_generation(stop: threading.Event) -> None:
     """A stand-in gpu worker in this process (the test database is not the real worker's)."""
     while not stop.is_set():
-        for answer in Answer.objects.filter(state=Answer.RETRIEVED):
-            if answer_claim(str(answer.id)):
-                answer_generate(answer_id=str(answer.id), load_generator=generator)
+        try:  # the test's in-memory SQLite can be busy with the test's own thread for a moment: try again
+            waiting = [str(answer.id) for answer in Answer.objects.filter(state=Answer.RETRIEVED)]
+        except OperationalError:
+            waiting = []
+        for answer_id in waiting:
+            try:
+                claimed = answer_claim(answer_id)
+            except OperationalError:
+                continue
+            if claimed:
+                answer_generate(answer_id=answer_id, load_generator=generator)
         time.sleep(0.05)
 
 
@@ -254,7 +263,8 @@ def test_search_page_answers_with_citations_and_stores_token_provenance(
     assert answer.state == Answer.DONE and answer.generated
     assert AttributionRecord.objects.filter(answer=answer, mode="fast").exists()
     html = page.content.decode()
-    assert f"/audit/answers/{answer.id}/" in html and "society.txt" in html
+    assert f'href="/ask/{answer.id}/"' in html and "society.txt" in html
+    assert f"/audit/answers/{answer.id}/" not in html, "the audit page is linked for auditors only"
     for citation in answer.citations:
         assert f'href="#source-{citation["sources"][0]}"' in html
     missing = Client().post("/ask/", {"question": "Where is the Severn Bridge?", "collection": "nothing-here"})
