@@ -213,6 +213,14 @@ if CELERY_TASK_SOFT_TIME_LIMIT >= CELERY_TASK_TIME_LIMIT:
     raise EnvError("CELERY_TASK_SOFT_TIME_LIMIT must be below CELERY_TASK_TIME_LIMIT")
 CELERY_RESULT_EXPIRES = env_int("CELERY_RESULT_EXPIRES", 86400, minimum=60)
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+
+# --- log-in throttle (apps/accounts/throttle.py; counters in Redis, shared by every web worker) ---
+# After this many failed log-ins within the window, further attempts for that username, or from
+# that client address, get HTTP 429 until the window ends. 0 turns the throttle off.
+LOGIN_MAX_FAILURES = env_int("RAGKG_LOGIN_MAX_FAILURES", 5, minimum=0)
+LOGIN_MAX_FAILURES_PER_IP = env_int("RAGKG_LOGIN_MAX_FAILURES_PER_IP", 20, minimum=0)
+LOGIN_WINDOW_SECONDS = env_int("RAGKG_LOGIN_WINDOW_SECONDS", 900, minimum=1)
+LOGIN_THROTTLE_TIMEOUT = env_float("RAGKG_LOGIN_THROTTLE_TIMEOUT", 0.5, minimum=0.05)
 # With acks_late a task unacknowledged for longer than this is redelivered:
 # keep it above the hard time limit so a long task is not run twice.
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": CELERY_TASK_TIME_LIMIT + 600}

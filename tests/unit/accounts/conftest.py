@@ -50,3 +50,13 @@ def cast(db: None) -> Cast:
 PEOPLE = ("owner", "member", "outsider")
 INSIDERS = ("owner", "member", "admin")  # who may read the vault
 OUTSIDERS = ("outsider", "visitor")
+
+
+@pytest.fixture(autouse=True)
+def login_throttle_in_memory(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Log-in tests count failures in memory, never in whatever Redis happens to run."""
+    from apps.accounts import throttle
+    from tests.unit.security.fakes import MemoryFailureStore
+
+    store = MemoryFailureStore()
+    monkeypatch.setattr(throttle, "failure_store", lambda: store)
