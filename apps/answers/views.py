@@ -19,9 +19,9 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
+from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
 from django.views.decorators.csrf import csrf_exempt
-from django.views.decorators.http import require_POST
 
 from apps.answers import services
 from apps.answers.models import Answer
@@ -31,18 +31,35 @@ from apps.answers.types import AnswerError
 
 
 class BadRequest(ValueError):
-    pass
+    def __init__(self, message: str, *, status: int = 400) -> None:
+        super().__init__(message)
+        self.status = status
 
 
-def _options(request: HttpRequest) -> dict[str, Any]:
+def _body(request: HttpRequest) -> Any:
     if request.content_type != "application/json":
         raise BadRequest("send the question as JSON (Content-Type: application/json)")
     try:
-        body = json.loads(request.body or b"{}")
-    except (ValueError, UnicodeDecodeError) as exc:
+        return json.loads(request.body or b"{}")
+    except RequestDataTooBig as exc:
+        raise BadRequest("the body is too large", status=413) from exc
+    except (ValueError, UnicodeDecodeError, RecursionError) as exc:
         raise BadRequest("the body is not valid JSON") from exc
+
+
+def _flag(body: dict[str, Any], name: str, default: bool) -> bool:
+    value = body.get(name, default)
+    if not isinstance(value, bool):
+        raise BadRequest(f'"{name}" must be true or false')
+    return value
+
+
+def _options(request: HttpRequest) -> dict[str, Any]:
+    body = _body(request)
     if not isinstance(body, dict) or not isinstance(body.get("question"), str):
         raise BadRequest('the body must be a JSON object with a "question" string')
+    if "\x00" in body["question"]:
+        raise BadRequest("the question must not contain NUL characters")
     collections = body.get("collections", body.get("collection"))
     if isinstance(collections, str):
         collections = [collections]
@@ -54,9 +71,9 @@ def _options(request: HttpRequest) -> dict[str, Any]:
     return {
         "question": body["question"],
         "collections": collections,
-        "generate": bool(body.get("generate", True)),
+        "generate": _flag(body, "generate", True),
         "mode": mode,
-        "stream": bool(body.get("stream", False)),
+        "stream": _flag(body, "stream", False),
     }
 
 
@@ -75,12 +92,18 @@ def _events(answer: Answer) -> Iterator[bytes]:
 
 
 @csrf_exempt
-@require_POST
 def ask(request: HttpRequest) -> HttpResponse | StreamingHttpResponse:
+    if request.method != "POST":
+        response = JsonResponse({"error": "use POST with a JSON body"}, status=405)
+        response["Allow"] = "POST"
+        return response
     try:
         options = _options(request)
+        services.question_check(options["question"])
     except BadRequest as exc:
-        return JsonResponse({"error": str(exc)}, status=400)
+        return JsonResponse({"error": str(exc)}, status=exc.status)
+    except AnswerError as exc:
+        return JsonResponse({"error": exc.message, "stage": exc.stage}, status=exc.status)
     stream = options.pop("stream")
     options["collections"] = answer_scope(user=request.user, requested=options["collections"])
     user = request.user if request.user.is_authenticated else None
