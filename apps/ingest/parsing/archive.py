@@ -7,7 +7,7 @@ uncompressed sizes against ``limits.max_zip_total_bytes``. The bytes actually
 inflated are counted against the same limit while reading, so a forged header
 cannot smuggle a zip bomb past it. Both limits cover nested archives too.
 
-Directories, macOS metadata (``__MACOSX/``, ``.DS_Store``, ``._*``) and members
+Directories, symbolic links, macOS metadata (``__MACOSX/``, ``.DS_Store``, ``._*``) and members
 of unsupported types are skipped. Zips inside the zip are opened as well (one
 level deep: a zip in a zip in a zip is skipped). An error in a member is
 raised with the member's path in front of the message.
@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import io
 import re
+import stat
 import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -121,7 +122,7 @@ class _ArchiveReader:
         return [
             _Member(info, prefix + path)
             for info, path in zip(infos, paths, strict=True)
-            if path and not _is_directory(info) and not is_junk(path)
+            if path and not _is_directory(info) and not _is_symlink(info) and not is_junk(path)
         ]
 
     def _parse_member(self, archive: zipfile.ZipFile, member: _Member, depth: int) -> list[ParsedDocument]:
@@ -175,6 +176,11 @@ def _open_zip(data: bytes, prefix: str) -> zipfile.ZipFile:
 
 def _is_directory(info: zipfile.ZipInfo) -> bool:
     return info.is_dir() or info.filename.endswith("\\")
+
+
+def _is_symlink(info: zipfile.ZipInfo) -> bool:
+    """A Unix symbolic link stored in the archive (its bytes are the link's target, not a file)."""
+    return stat.S_ISLNK(info.external_attr >> 16)
 
 
 def safe_member_path(name: str, prefix: str = "") -> str:
