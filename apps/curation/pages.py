@@ -36,9 +36,12 @@ def _readable(collections: Collections) -> list[str] | None:
     return None if collections is None else list(collections)
 
 
+MAX_PAGE = 1_000_000  # keeps SKIP within Neo4j's 64-bit integers whatever ?page= says
+
+
 def page_number(value: str | int | None) -> int:
     try:
-        return max(1, int(value or 1))
+        return min(MAX_PAGE, max(1, int(value or 1)))
     except (TypeError, ValueError):
         return 1
 
