@@ -42,7 +42,7 @@ class FailureStore(Protocol):
 
 
 class RedisFailureStore:
-    def __init__(self, client: redis.Redis) -> None:
+    def __init__(self, client: redis.Redis[bytes]) -> None:
         self.client = client
 
     def counts(self, keys: list[str]) -> list[tuple[int, int]]:
@@ -65,7 +65,7 @@ class RedisFailureStore:
 
 
 @functools.cache
-def _client(url: str, timeout: float) -> redis.Redis:
+def _client(url: str, timeout: float) -> redis.Redis[bytes]:
     return redis.Redis.from_url(url, socket_timeout=timeout, socket_connect_timeout=timeout)
 
 
@@ -96,7 +96,10 @@ def address_key(address: str) -> str:
 
 
 def _limits(username: str, address: str) -> list[tuple[str, int]]:
-    pairs = [(username_key(username), settings.LOGIN_MAX_FAILURES), (address_key(address), settings.LOGIN_MAX_FAILURES_PER_IP)]
+    pairs = [
+        (username_key(username), settings.LOGIN_MAX_FAILURES),
+        (address_key(address), settings.LOGIN_MAX_FAILURES_PER_IP),
+    ]
     return [(key, limit) for key, limit in pairs if limit > 0]
 
 
@@ -111,7 +114,11 @@ def login_refusal(*, username: str, address: str, store: FailureStore | None = N
     except redis.RedisError as exc:
         logger.warning("log-in throttle unavailable, letting the attempt through: %s", exc)
         return None
-    waits = [ttl or settings.LOGIN_WINDOW_SECONDS for (count, ttl), (_, limit) in zip(counts, limits, strict=True) if count >= limit]
+    waits = [
+        ttl or settings.LOGIN_WINDOW_SECONDS
+        for (count, ttl), (_, limit) in zip(counts, limits, strict=True)
+        if count >= limit
+    ]
     return Refusal(retry_after=max(waits)) if waits else None
 
 

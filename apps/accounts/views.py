@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.forms import AuthenticationForm
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponseBase
 from django.shortcuts import render
 
 from apps.accounts import throttle
@@ -17,21 +17,21 @@ def client_address(request: HttpRequest) -> str:
     return str(request.META.get("REMOTE_ADDR") or "unknown")
 
 
-def login(request: HttpRequest) -> HttpResponse:
+def login(request: HttpRequest) -> HttpResponseBase:
     if request.method != "POST":
         return _login(request)
     username = str(request.POST.get("username", ""))[:300]
     address = client_address(request)
     refusal = throttle.login_refusal(username=username, address=address)
     if refusal is not None:
-        response = render(
+        refused = render(
             request,
             "accounts/login.html",
             {"throttled": refusal.message, "form": AuthenticationForm(request), "next": request.POST.get("next", "")},
             status=429,
         )
-        response["Retry-After"] = str(refusal.retry_after)
-        return response
+        refused["Retry-After"] = str(refusal.retry_after)
+        return refused
     response = _login(request)
     if response.status_code in (301, 302) and request.user.is_authenticated:
         throttle.login_succeeded(username=username)

@@ -94,9 +94,9 @@ def _events(answer: Answer) -> Iterator[bytes]:
 @csrf_exempt
 def ask(request: HttpRequest) -> HttpResponse | StreamingHttpResponse:
     if request.method != "POST":
-        response = JsonResponse({"error": "use POST with a JSON body"}, status=405)
-        response["Allow"] = "POST"
-        return response
+        refused = JsonResponse({"error": "use POST with a JSON body"}, status=405)
+        refused["Allow"] = "POST"
+        return refused
     try:
         options = _options(request)
         services.question_check(options["question"])

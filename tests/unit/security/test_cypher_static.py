@@ -125,7 +125,10 @@ def test_mention_labels_come_from_the_allow_list(label: str) -> None:
 
 @pytest.mark.parametrize("value", HOSTILE)
 def test_vector_unit_labels_and_properties_come_from_the_allow_list(value: str) -> None:
-    for builder in (cypher.vector_units_by_id, lambda label, prop: cypher.vector_units_page(label, prop, with_content=True)):
+    for builder in (
+        cypher.vector_units_by_id,
+        lambda label, prop: cypher.vector_units_page(label, prop, with_content=True),
+    ):
         with pytest.raises(ValueError):
             builder(value, "text")
         with pytest.raises(ValueError):
@@ -147,10 +150,10 @@ def test_the_allowed_builders_build_what_they_should() -> None:
 @pytest.mark.parametrize(
     "source",
     [
-        'f"MATCH (n {{name: \'{name}\'}}) RETURN n"',
-        '"MATCH (n) WHERE n.name = \'%s\' RETURN n" % name',
+        "f\"MATCH (n {{name: '{name}'}}) RETURN n\"",
+        "\"MATCH (n) WHERE n.name = '%s' RETURN n\" % name",
         '"MATCH (n:" + label + ") RETURN n"',
-        '"MERGE (e:Entity {{name: \'{}\'}})".format(name)',
+        "\"MERGE (e:Entity {{name: '{}'}})\".format(name)",
     ],
 )
 def test_the_scan_catches_formatted_cypher(source: str) -> None:

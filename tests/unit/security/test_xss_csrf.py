@@ -77,7 +77,12 @@ def post_urls() -> Iterator[tuple[str, str, Any]]:
                 yield from walk(pattern.url_patterns, prefix + str(pattern.pattern))
             elif isinstance(pattern, URLPattern) and not str(pattern.pattern).startswith("^"):
                 route = prefix + str(pattern.pattern)
-                for converter, value in (("<uuid:", str(uuid.uuid4())), ("<int:", "1"), ("<str:", "x"), ("<path:", "x")):
+                for converter, value in (
+                    ("<uuid:", str(uuid.uuid4())),
+                    ("<int:", "1"),
+                    ("<str:", "x"),
+                    ("<path:", "x"),
+                ):
                     while converter in route:
                         start = route.index(converter)
                         route = route[:start] + value + route[route.index(">", start) + 1 :]
