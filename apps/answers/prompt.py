@@ -14,7 +14,9 @@ KIND_NAMES = {"chunk": "passage", "row": "table row", "image": "image descriptio
 
 
 def source_block(source: Source) -> str:
-    return f"[{source.number}] ({KIND_NAMES[source.kind]} from {source.document})\n{source.text.strip()}"
+    """One numbered source; the document name on one line, so a name cannot fake another block."""
+    document = " ".join(source.document.split())
+    return f"[{source.number}] ({KIND_NAMES[source.kind]} from {document})\n{source.text.strip()}"
 
 
 def prompt_assemble(*, question: str, sources: Sequence[Source], count_tokens: Callable[[str], int]) -> Prompt:
