@@ -141,11 +141,12 @@ def test_renames_and_aliases_hold_the_payload_exactly(
     before = shape(empty_graph)
     response = admin.post(f"/curation/entities/{babbage}/rename/", {"name": payload})
     assert response.status_code == 302
-    assert admin.post(f"/curation/entities/{babbage}/alias/", {"alias": payload + " alias"}).status_code == 302
+    alias = payload[:290] + " alias"
+    assert admin.post(f"/curation/entities/{babbage}/alias/", {"alias": alias}).status_code == 302
     records, _, _ = empty_graph.execute_query(
         "MATCH (e:Entity {id: $id}) RETURN e.name AS n, e.aliases AS a", id=babbage
     )
-    assert records[0]["n"] == payload and payload + " alias" in records[0]["a"]
+    assert records[0]["n"] == payload and alias in records[0]["a"]
     assert shape(empty_graph) == before
     page = admin.get(f"/curation/entities/{babbage}/").content.decode()
     assert "<script>alert(1)</script>" not in page
