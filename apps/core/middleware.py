@@ -8,6 +8,7 @@ from typing import Any
 
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
+from django.http.response import HttpResponseBase
 from django.shortcuts import render
 
 from apps.core.admission import Busy, InflightLimit, busy_message, expensive
@@ -59,6 +60,9 @@ def busy_response(request: HttpRequest, busy: Busy) -> HttpResponse:
     else:
         response = render(request, "503.html", {"busy": True, "reason": busy.message}, status=503)
     response["Retry-After"] = str(busy.retry_after)
+    # Logged above, at INFO: a shed request is the server working as meant, not an error for
+    # django.request to log as one.
+    response._has_been_logged = True  # type: ignore[attr-defined]
     return response
 
 
@@ -85,11 +89,11 @@ class AdmissionMiddleware:
     """At most RAGKG_MAX_INFLIGHT expensive requests at once in this process; the rest get a 503 with
     Retry-After at once. Also turns ``Busy`` (a full Celery queue) raised by a view into that 503."""
 
-    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponseBase]) -> None:
         self.get_response = get_response
         self.limit = InflightLimit(settings.MAX_INFLIGHT)
 
-    def __call__(self, request: HttpRequest) -> HttpResponse:
+    def __call__(self, request: HttpRequest) -> HttpResponseBase:
         if not expensive(request):
             return self.get_response(request)
         if not self.limit.acquire():
@@ -101,8 +105,10 @@ class AdmissionMiddleware:
         except BaseException:
             self.limit.release()
             raise
-        if isinstance(response, StreamingHttpResponse):
-            response.streaming_content = _Releasing(iter(response.streaming_content), self.limit.release)
+        content = response.streaming_content if isinstance(response, StreamingHttpResponse) else None
+        if isinstance(content, Iterator):  # the work goes on while the body streams
+            assert isinstance(response, StreamingHttpResponse)
+            response.streaming_content = _Releasing(content, self.limit.release)
         else:
             self.limit.release()
         return response

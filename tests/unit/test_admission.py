@@ -12,6 +12,7 @@ import pytest
 import redis
 from django.contrib.auth.models import AnonymousUser
 from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
+from django.http.response import HttpResponseBase
 from django.test import Client, RequestFactory
 from pytest_django.fixtures import Settings as SettingsWrapper
 
@@ -105,13 +106,13 @@ def test_over_the_limit_an_api_ask_gets_json_503_and_cheap_pages_still_pass(sett
     started, release = threading.Event(), threading.Event()
     middleware = AdmissionMiddleware(blocking_view(started, release))
     factory = RequestFactory()
-    first: list[HttpResponse] = []
+    first: list[HttpResponseBase] = []
     worker = threading.Thread(target=lambda: first.append(middleware(factory.post("/api/ask"))))
     worker.start()
     assert started.wait(5)
     try:
         shed = middleware(factory.post("/api/ask", data={}, content_type="application/json"))
-        assert shed.status_code == 503 and shed["Retry-After"] == "9"
+        assert isinstance(shed, HttpResponse) and shed.status_code == 503 and shed["Retry-After"] == "9"
         body = json.loads(shed.content)
         assert body["error"] == "busy" and body["retry_after"] == 9 and "retry in 9 s" in body["message"]
         healthz = AdmissionMiddleware(lambda request: HttpResponse("ok"))
@@ -131,6 +132,7 @@ def test_an_html_post_over_the_limit_gets_the_busy_page(settings: SettingsWrappe
     request = RequestFactory().post("/")
     request.user = AnonymousUser()
     response = middleware(request)
+    assert isinstance(response, HttpResponse)
     content = response.content.decode()
     assert response.status_code == 503 and response["Retry-After"] == "10"
     assert "<h1>Busy</h1>" in content and "Please retry in 10 s" in content and "Service unavailable" not in content
