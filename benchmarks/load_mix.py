@@ -98,12 +98,13 @@ def load_averages() -> dict[str, Any]:
 # --- setup ------------------------------------------------------------------------------------
 
 
-def user_ensure() -> None:
+def user_ensure() -> User:
     user, _ = User.objects.get_or_create(username=USERNAME)
     user.set_password(PASSWORD)
     user.is_active = True
     user.save()
     user.groups.set([Group.objects.get_or_create(name=role)[0] for role in (CURATOR, AUDITOR)])
+    return user
 
 
 def corpus_ensure(data_dir: Path, passages: int) -> dict[str, Any]:
@@ -440,8 +441,7 @@ def main() -> int:
     began = time.perf_counter()
     corpus = None
     if not args.skip_setup:
-        user_ensure()
-        collection_ensure(name=UPLOAD_COLLECTION, public=False)
+        collection_ensure(name=UPLOAD_COLLECTION, owner=user_ensure(), public=False)
         corpus = corpus_ensure(data_dir, passages)
     client = Client(base, timeout=args.timeout, questions=questions_from(data_dir, passages))
     warm_started = time.perf_counter()

@@ -179,9 +179,11 @@ WEB_THREADS = env_int("WEB_THREADS", 4, minimum=1)
 # 503 with Retry-After at once instead of queueing behind the others (0: no limit). Keep it
 # below WEB_THREADS so cheap pages (health, static, audit views) always find a free thread.
 MAX_INFLIGHT = env_int("RAGKG_MAX_INFLIGHT", 3, minimum=0)
-# Celery queue depths (Redis list lengths) above which a new generation / upload is refused with
-# a 503 before anything is recorded (0: no limit).
-MAX_GPU_QUEUE = env_int("RAGKG_MAX_GPU_QUEUE", 8, minimum=0)
+# Celery queue depths (Redis list lengths) at which a new generation / upload is refused with a
+# 503 before anything is recorded (0: no limit). A question waiting in the gpu queue fails after
+# ANSWER_QUEUE_TIMEOUT, so keep MAX_GPU_QUEUE below CELERY_WORKER_CONCURRENCY * ANSWER_QUEUE_TIMEOUT
+# / seconds per generation (2 cores: ~10-30 s a generation under load, hence 2).
+MAX_GPU_QUEUE = env_int("RAGKG_MAX_GPU_QUEUE", 2, minimum=0)
 MAX_INGEST_QUEUE = env_int("RAGKG_MAX_INGEST_QUEUE", 20, minimum=0)
 # The Retry-After (seconds) a refused request is given.
 SHED_RETRY_AFTER = env_int("RAGKG_SHED_RETRY_AFTER", 10, minimum=1)
