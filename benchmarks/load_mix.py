@@ -428,7 +428,7 @@ def main() -> int:
     parser.add_argument("--out", default=None)
     args = parser.parse_args()
     rates = [float(r) for r in args.rates.split(",")] if args.rates else list(QUICK_RATES if args.quick else FULL_RATES)
-    step_seconds = args.step_seconds or (15.0 if args.quick else 45.0)
+    step_seconds = args.step_seconds or (15.0 if args.quick else 30.0)
     passages = args.passages or (12 if args.quick else 24)
     default_out = Path(settings.STATE_DIR) / "load_mix_quick.json"  # a smoke run keeps the results file
     out = Path(args.out or (default_out if args.quick else BASE_DIR / "benchmarks/results/load_mix.json"))
