@@ -134,3 +134,23 @@ test: setup lint
 
 test-unit: setup
 	$(PY) -m pytest -m "not integration"
+
+# A realistic request mix (search page, retrieval-only and full asks, uploads, audit pages) at
+# stepped open-loop rates: throughput, p50/p95/p99, shed 503s, failures and queue depths per step
+# (benchmarks/load_mix.py). A private stack (state under var/bench-load, ports 29687/29379/29000,
+# no chain), wiped first and stopped after, also on failure; the converted models are kept in
+# var/bench-load-models between runs. BENCH_ARGS=--quick: a smoke run (two 15 s steps).
+.PHONY: bench-load
+BENCH_LOAD_ENV := RAGKG_STATE_DIR=var/bench-load DJANGO_DEBUG=0 DJANGO_SECRET_KEY=bench-load-throwaway \
+	RAGKG_HTTPS=0 DATABASE_URL= NEO4J_URI=bolt://127.0.0.1:29687 NEO4J_PASSWORD=ragkg-bench-password \
+	REDIS_URL=redis://127.0.0.1:29379/0 CELERY_BROKER_URL= CELERY_RESULT_BACKEND= WEB_HOST=127.0.0.1 \
+	WEB_PORT=29000 CHAIN_RPC_URL=http://127.0.0.1:29545 LEDGER_ANCHOR_INTERVAL=0 \
+	RAGKG_MODEL_CACHE_DIR=var/bench-load-models RAGKG_MANAGED_SERVICES=neo4j,redis,celery,web
+
+bench-load: setup
+	rm -rf var/bench-load && mkdir -p var/bench-load
+	env $(BENCH_LOAD_ENV) $(SERVICES) up neo4j redis \
+		&& env $(BENCH_LOAD_ENV) $(PY) manage.py migrate -v 0 \
+		&& env $(BENCH_LOAD_ENV) $(SERVICES) up celery web \
+		&& env $(BENCH_LOAD_ENV) $(PY) benchmarks/load_mix.py $(BENCH_ARGS); rc=$$?; \
+		env $(BENCH_LOAD_ENV) $(SERVICES) down; exit $$rc

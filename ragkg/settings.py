@@ -104,6 +104,7 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "apps.core.middleware.ServiceUnavailableMiddleware",
+    "apps.core.middleware.AdmissionMiddleware",
 ]
 
 ROOT_URLCONF = "ragkg.urls"
@@ -172,6 +173,20 @@ WEB_HOST = env_str("WEB_HOST", "127.0.0.1")
 WEB_PORT = env_int("WEB_PORT", 8000, minimum=1, maximum=65535)
 WEB_WORKERS = env_int("WEB_WORKERS", 2, minimum=1)
 WEB_THREADS = env_int("WEB_THREADS", 4, minimum=1)
+
+# --- admission control (apps/core/admission.py, docs/load.md) -------------------
+# Expensive requests (asks, question posts, uploads) one web process runs at once; more get a
+# 503 with Retry-After at once instead of queueing behind the others (0: no limit). Keep it
+# below WEB_THREADS so cheap pages (health, static, audit views) always find a free thread.
+MAX_INFLIGHT = env_int("RAGKG_MAX_INFLIGHT", 3, minimum=0)
+# Celery queue depths (Redis list lengths) at which a new generation / upload is refused with a
+# 503 before anything is recorded (0: no limit). A question waiting in the gpu queue fails after
+# ANSWER_QUEUE_TIMEOUT, so keep MAX_GPU_QUEUE below CELERY_WORKER_CONCURRENCY * ANSWER_QUEUE_TIMEOUT
+# / seconds per generation (2 cores: ~10-30 s a generation under load, hence 2).
+MAX_GPU_QUEUE = env_int("RAGKG_MAX_GPU_QUEUE", 2, minimum=0)
+MAX_INGEST_QUEUE = env_int("RAGKG_MAX_INGEST_QUEUE", 20, minimum=0)
+# The Retry-After (seconds) a refused request is given.
+SHED_RETRY_AFTER = env_int("RAGKG_SHED_RETRY_AFTER", 10, minimum=1)
 
 # --- which services the project's own scripts start --------------------------
 # Drop a name to use an external service instead (e.g. a Neo4j cluster).

@@ -22,6 +22,7 @@ from django.core.files.uploadedfile import UploadedFile
 from apps.accounts.access import can_read
 from apps.accounts.models import Collection
 from apps.accounts.services import AccountsError, collection_name_check
+from apps.core.admission import queue_admit
 from apps.ingest.jobs import job_create
 from apps.ingest.models import IngestJob
 from apps.ingest.parsing import SUPPORTED_EXTENSIONS
@@ -134,9 +135,11 @@ def uploads_submit(*, user: User, collection: str, files: Sequence[UploadedFile[
     """Check the files, resolve the collection and queue an ingestion job for them.
 
     A new collection is owned by ``user``; the job's documents are logged with ``user`` as actor.
-    Raises UploadRefused (nothing stored) when the request is not accepted."""
+    Raises UploadRefused (nothing stored) when the request is not accepted, Busy (nothing stored)
+    when the ingestion queue is full."""
     name = upload_collection(user=user, name=collection)
     uploads_check(files)
+    queue_admit("ingest", limit=settings.MAX_INGEST_QUEUE, what="ingestion queue full")
     return job_create(
         collection=name,
         uploads=[(f.name or "upload", f) for f in files],

@@ -7,6 +7,7 @@ from apps.answers.scope import EVERY_COLLECTION
 from apps.answers.services import answer_ask
 from apps.answers.tools import default_tools, retrieval_params
 from apps.answers.types import AnswerError
+from apps.core.admission import Busy
 
 
 class Command(BaseCommand):
@@ -33,6 +34,11 @@ class Command(BaseCommand):
                 tools=default_tools(),
                 params=retrieval_params(mode=options["mode"]),
             )
+        except Busy as exc:  # the generation queue is full: nothing was recorded
+            if options["json"]:
+                self.stdout.write(json.dumps({"error": exc.message, "stage": "admission"}))
+                raise SystemExit(1) from exc
+            raise CommandError(exc.message) from exc
         except AnswerError as exc:
             if options["json"]:
                 self.stdout.write(json.dumps({"error": exc.message, "stage": exc.stage}))

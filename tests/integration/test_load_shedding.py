@@ -1,0 +1,68 @@
+"""Load shedding against the real Redis: a generation queue filled past RAGKG_MAX_GPU_QUEUE makes a
+question with generation a 503 with Retry-After (JSON for the API, the busy page for the search
+form) and records nothing, so no Answer is left waiting for a generation that was never queued; one
+message less and the same queue admits.
+
+The queue filled is one of the test's own (ANSWER_GENERATION_QUEUE points at it), so the running
+Celery worker never sees the placeholder messages."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+
+import pytest
+import redis
+from django.test import Client
+from pytest_django.fixtures import Settings
+
+from apps.answers.models import Answer
+from apps.core.admission import PRIORITY_SEPARATOR, queue_admit
+
+pytestmark = [pytest.mark.integration, pytest.mark.django_db]
+
+LIMIT = 3
+
+
+@pytest.fixture
+def full_queue(live_services: None, settings: Settings) -> Iterator[str]:
+    queue = f"gpu-shed-{uuid.uuid4().hex[:8]}"
+    client = redis.Redis.from_url(settings.CELERY_BROKER_URL)
+    settings.ANSWER_GENERATION_QUEUE = queue
+    settings.MAX_GPU_QUEUE = LIMIT
+    settings.SHED_RETRY_AFTER = 11
+    client.rpush(queue, *[b"placeholder"] * (LIMIT - 1))
+    client.rpush(f"{queue}{PRIORITY_SEPARATOR}9", b"placeholder")  # a prioritised message counts too
+    yield queue
+    client.delete(queue, f"{queue}{PRIORITY_SEPARATOR}9")
+    client.close()
+
+
+def test_the_real_queue_depth_decides(full_queue: str) -> None:
+    queue_admit(full_queue, limit=LIMIT + 1, what="room for one more")
+    with pytest.raises(Exception, match="queue full"):
+        queue_admit(full_queue, limit=LIMIT, what="queue full")
+
+
+def test_a_full_generation_queue_sheds_the_api_ask_and_records_nothing(full_queue: str, client: Client) -> None:
+    before = Answer.objects.count()
+    for stream in (False, True):
+        response = client.post(
+            "/api/ask", {"question": "Who was Ada Lovelace?", "stream": stream}, content_type="application/json"
+        )
+        assert response.status_code == 503
+        assert response["Retry-After"] == "11"
+        body = response.json()
+        assert body["error"] == "busy" and body["retry_after"] == 11
+        assert "answer generation queue full" in body["message"] and "retry in 11 s" in body["message"]
+    assert Answer.objects.count() == before
+    assert not Answer.objects.filter(state__in=[Answer.RETRIEVED, Answer.GENERATING]).exists()
+
+
+def test_a_full_generation_queue_sheds_the_search_form_with_the_busy_page(full_queue: str, client: Client) -> None:
+    before = Answer.objects.count()
+    response = client.post("/", {"question": "Who was Ada Lovelace?"})
+    content = response.content.decode()
+    assert response.status_code == 503 and response["Retry-After"] == "11"
+    assert "<h1>Busy</h1>" in content and "answer generation queue full" in content
+    assert Answer.objects.count() == before
