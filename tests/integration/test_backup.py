@@ -39,6 +39,7 @@ CHUNKS = "MATCH (:Document {id: $id})-[:HAS_CHUNK]->(c:Chunk) RETURN c.id AS id,
 @pytest.fixture(autouse=True)
 def vectors_dir(tmp_path: Path, settings: Settings) -> Path:
     settings.VECTORS_DIR = tmp_path / "vectors"
+    settings.MEDIA_ROOT = tmp_path / "media"
     vector_registry_reset()
     return Path(settings.VECTORS_DIR)
 

@@ -29,6 +29,7 @@ class Manifest:
     ledger: dict[str, Any]
     vectors: dict[str, int]
     chain: dict[str, Any]
+    media: dict[str, int] = field(default_factory=dict)
     files: dict[str, str] = field(default_factory=dict)  # relative path -> sha256
     format: int = FORMAT
 

@@ -19,6 +19,7 @@ from apps.core.backup.chain import chain_anchor_check, chain_dump, chain_load
 from apps.core.backup.database import database_dump, database_load
 from apps.core.backup.graph import graph_counts, graph_dump, graph_load
 from apps.core.backup.manifest import BackupError, Manifest, manifest_seal, manifest_verify
+from apps.core.backup.media import media_dump, media_load
 from apps.core.backup.vectors import vectors_dump, vectors_load, vectors_present
 
 logger = logging.getLogger(__name__)
@@ -52,6 +53,7 @@ def backup_create(*, driver: Driver, target: Path) -> Manifest:
     if target.exists():
         raise BackupError(f"{target} exists already: name a new folder or .tar file")
     if target.suffix == ".tar":
+        target.parent.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
             manifest = backup_create(driver=driver, target=Path(tmp) / "backup")
             with tarfile.open(target, "w") as tar:
@@ -66,6 +68,7 @@ def backup_create(*, driver: Driver, target: Path) -> Manifest:
         graph=graph_dump(driver=driver, folder=target),
         vectors=vectors_dump(folder=target),
         chain=chain_dump(folder=target),
+        media=media_dump(folder=target),
     )
     manifest_seal(target, manifest)
     logger.info("backup written to %s: %s", target, manifest.graph)
@@ -107,6 +110,7 @@ def backup_restore(*, driver: Driver, source: Path, force: bool = False) -> Rest
     database_load(folder=source, described=manifest.database)
     graph_load(driver=driver, folder=source)
     vectors_load(folder=source)
+    media_load(folder=source)
     chain_load(folder=source, described=manifest.chain)
     report = RestoreReport(manifest)
     report.checks = restore_checks(driver=driver, manifest=manifest)

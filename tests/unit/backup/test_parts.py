@@ -11,6 +11,7 @@ from django.db import DatabaseError, transaction
 from pytest_django.fixtures import Settings
 
 from apps.core.backup.database import database_dump, database_load
+from apps.core.backup.media import media_dump, media_load
 from apps.core.backup.vectors import vectors_dump, vectors_load, vectors_present
 from apps.ledger.content import entity_content
 from apps.ledger.maintenance import maintenance
@@ -91,3 +92,13 @@ def test_a_space_missing_from_the_backup_is_emptied(vectors_dir: Path, tmp_path:
     assert vectors_present()
     assert vectors_load(folder=tmp_path / "backup") == {}
     assert not vectors_present()
+
+
+def test_media_files_are_copied_and_put_back(tmp_path: Path, settings: Settings) -> None:
+    settings.MEDIA_ROOT = tmp_path / "media"
+    (tmp_path / "media" / "images" / "ab").mkdir(parents=True)
+    (tmp_path / "media" / "images" / "ab" / "abcd.png").write_bytes(b"png bytes")
+    assert media_dump(folder=tmp_path / "backup") == {"files": 1, "bytes": 9}
+    (tmp_path / "media" / "images" / "ab" / "abcd.png").unlink()
+    assert media_load(folder=tmp_path / "backup") == 1
+    assert (tmp_path / "media" / "images" / "ab" / "abcd.png").read_bytes() == b"png bytes"
