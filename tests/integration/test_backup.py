@@ -125,9 +125,12 @@ def test_a_tampered_backup_is_refused_and_changes_nothing(empty_graph: Driver, a
     nodes = tmp_path / "backup" / "graph" / "nodes.jsonl"
     nodes.write_text(nodes.read_text().replace("Lovelace", "Lovelace!", 1))
 
+    started = time.perf_counter()
     with pytest.raises(CommandError, match=r"damaged \(checksum differs: graph/nodes.jsonl\)"):
         run("restore", str(tmp_path / "backup"), "--force")
+    refused_s = time.perf_counter() - started
     assert state(empty_graph, anchored) == changed
+    logger.info("%s", f"TAMPERED: refused in {refused_s:.2f}s, state unchanged {changed['graph']}")
 
 
 def test_a_tar_backup_round_trips(empty_graph: Driver, anchored: str, tmp_path: Path) -> None:

@@ -7,6 +7,7 @@ import platform
 import tarfile
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -78,8 +79,12 @@ def backup_create(*, driver: Driver, target: Path) -> Manifest:
 @dataclass
 class RestoreReport:
     manifest: Manifest
-    seconds: float = 0.0
+    steps: dict[str, float] = field(default_factory=dict)  # seconds per step
     checks: list[tuple[str, bool, str]] = field(default_factory=list)  # (name, ok, detail)
+
+    @property
+    def seconds(self) -> float:
+        return round(sum(self.steps.values()), 2)
 
     @property
     def ok(self) -> bool:
@@ -103,18 +108,23 @@ def backup_restore(*, driver: Driver, source: Path, force: bool = False) -> Rest
             with tarfile.open(source) as tar:
                 tar.extractall(tmp, filter="data")
             return backup_restore(driver=driver, source=Path(tmp), force=force)
-    started = time.perf_counter()
-    manifest = manifest_verify(source)
+    report = RestoreReport(manifest_verify(source))
     if not force and not target_is_empty(driver=driver):
         raise BackupError("the database, graph or vector indexes hold data: restore with --force to replace it")
-    database_load(folder=source, described=manifest.database)
-    graph_load(driver=driver, folder=source)
-    vectors_load(folder=source)
-    media_load(folder=source)
-    chain_load(folder=source, described=manifest.chain)
-    report = RestoreReport(manifest)
-    report.checks = restore_checks(driver=driver, manifest=manifest)
-    report.seconds = round(time.perf_counter() - started, 2)
+    manifest = report.manifest
+    steps: list[tuple[str, Callable[[], object]]] = [
+        ("database", lambda: database_load(folder=source, described=manifest.database)),
+        ("graph", lambda: graph_load(driver=driver, folder=source)),
+        ("vectors", lambda: vectors_load(folder=source)),
+        ("media", lambda: media_load(folder=source)),
+        ("chain", lambda: chain_load(folder=source, described=manifest.chain)),
+        ("checks", lambda: report.checks.extend(restore_checks(driver=driver, manifest=manifest))),
+    ]
+    for name, step in steps:
+        started = time.perf_counter()
+        step()
+        report.steps[name] = round(time.perf_counter() - started, 2)
+        logger.info("restore: %s in %.2fs", name, report.steps[name])
     return report
 
 

@@ -21,6 +21,7 @@ class Command(BaseCommand):
         except BackupError as exc:
             raise CommandError(str(exc)) from exc
         self.stdout.write(f"restored {options['source']} (taken {report.manifest.created_at}) in {report.seconds}s")
+        self.stdout.write("steps: " + ", ".join(f"{name} {seconds}s" for name, seconds in report.steps.items()))
         for name, ok, detail in report.checks:
             self.stdout.write(f"{'ok  ' if ok else 'FAIL'} {name}: {detail}")
         if not report.ok:
