@@ -30,9 +30,11 @@ def _raw_sqlite() -> Any:
     return connection.connection
 
 
-def database_dump(*, folder: Path) -> dict[str, Any]:
-    """Write the database into ``folder``; return the manifest's description of it."""
-    if connection.vendor == "sqlite":
+def database_dump(*, folder: Path, portable: bool = False) -> dict[str, Any]:
+    """Write the database into ``folder``; return the manifest's description of it.
+
+    ``portable``: JSON even for SQLite (to move to PostgreSQL, say)."""
+    if connection.vendor == "sqlite" and not portable:
         target = sqlite3.connect(folder / SQLITE_FILE)
         try:
             _raw_sqlite().backup(target)

@@ -45,18 +45,19 @@ def _versions(driver: Driver) -> dict[str, str]:
     }
 
 
-def backup_create(*, driver: Driver, target: Path) -> Manifest:
+def backup_create(*, driver: Driver, target: Path, portable: bool = False) -> Manifest:
     """Write a backup into the new folder ``target`` (or the .tar file ``target``); return its manifest.
 
     The parts are taken one after the other (database, graph, vectors, chain), each consistent in
-    itself; stop writers (ingestion, curation) for a backup whose parts agree exactly.
+    itself; stop writers (ingestion, curation) for a backup whose parts agree exactly. ``portable``
+    writes the database as JSON even when it is SQLite.
     """
     if target.exists():
         raise BackupError(f"{target} exists already: name a new folder or .tar file")
     if target.suffix == ".tar":
         target.parent.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
-            manifest = backup_create(driver=driver, target=Path(tmp) / "backup")
+            manifest = backup_create(driver=driver, target=Path(tmp) / "backup", portable=portable)
             with tarfile.open(target, "w") as tar:
                 tar.add(Path(tmp) / "backup", arcname=".")
             return manifest
@@ -64,7 +65,7 @@ def backup_create(*, driver: Driver, target: Path) -> Manifest:
     manifest = Manifest(
         created_at=datetime.now(UTC).isoformat(timespec="seconds"),
         versions=_versions(driver),
-        database=database_dump(folder=target),
+        database=database_dump(folder=target, portable=portable),
         ledger=_ledger_state(),
         graph=graph_dump(driver=driver, folder=target),
         vectors=vectors_dump(folder=target),

@@ -67,6 +67,21 @@ def test_the_sqlite_database_round_trips_with_the_change_log_still_append_only(t
     assert set(ChangeEntry.objects.values_list("actor", flat=True)) == {"curator:ana"}
 
 
+@pytest.mark.django_db(transaction=True)
+def test_the_portable_json_form_loads_in_maintenance_mode_and_leaves_it_off(tmp_path: Path) -> None:
+    append(2)
+    head = tree_head()
+    described = database_dump(folder=tmp_path, portable=True)
+    assert described["file"] == "database.json" and "ledger.changeentry" in (tmp_path / "database.json").read_text()
+    append(3)
+    with maintenance(False):  # flush needs it, and turns it on for that step only
+        database_load(folder=tmp_path, described=described)
+        assert ChangeEntry.objects.count() == 2 and tree_head() == head
+        with pytest.raises(DatabaseError, match="append-only"), transaction.atomic():
+            ChangeEntry.objects.filter(seq=1).delete()
+    assert ChangeEntry.objects.count() == 2
+
+
 def test_vectors_are_copied_and_restored_as_a_newer_version(vectors_dir: Path, tmp_path: Path) -> None:
     vectors_add(space="text", items=items(0, 10), vectors=clustered(10, 32))
     backup = tmp_path / "backup"

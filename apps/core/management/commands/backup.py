@@ -15,11 +15,14 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("target", help="a new folder, or a file name ending in .tar")
         parser.add_argument("--json", action="store_true", help="print the manifest as JSON")
+        parser.add_argument(
+            "--portable", action="store_true", help="write the database as Django JSON even when it is SQLite"
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         target = Path(options["target"])
         try:
-            manifest = backup_create(driver=get_driver(), target=target)
+            manifest = backup_create(driver=get_driver(), target=target, portable=options["portable"])
         except BackupError as exc:
             raise CommandError(str(exc)) from exc
         if options["json"]:
