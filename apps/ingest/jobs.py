@@ -73,10 +73,23 @@ def job_create(
         collection_ensure(name=collection, owner=owner, public=public)
         job = IngestJob.objects.create(id=job_id, collection=collection, files=files, actor=actor, retry_of=retry_of)
         if enqueue:
-            from apps.ingest.tasks import run_ingest_job
-
-            transaction.on_commit(lambda: run_ingest_job.apply_async(args=(str(job_id),), queue="ingest"))
+            transaction.on_commit(lambda: job_enqueue(job_id=str(job_id)))
     return job
+
+
+QUEUE_DOWN = "The task queue (Redis) was not reachable, so the job was never queued; retry it once Redis is back."
+
+
+def job_enqueue(*, job_id: str) -> None:
+    """Send the job's task; when the broker is down the job fails at once with QUEUE_DOWN (rather than
+    staying queued with no task behind it) and the broker's error is raised for the caller to report."""
+    from apps.ingest.tasks import run_ingest_job
+
+    try:
+        run_ingest_job.apply_async(args=(job_id,), queue="ingest")
+    except Exception:  # kombu's OperationalError and friends: the view answers 503 (apps.core.middleware)
+        job_fail(job_id=job_id, error=QUEUE_DOWN)
+        raise
 
 
 def job_claim(*, job_id: str) -> bool:
