@@ -188,8 +188,8 @@ def logged_documents(scope: str) -> dict[str, set[str]]:
             ).fetchall()
         }
     return {
-        subject: {unit for unit, _ in contents[after]["units"]}
-        for subject, after in latest.items()
+        contents[after]["id"]: {unit for unit, _ in contents[after]["units"]}
+        for after in latest.values()
         if after and contents[after]["collection"] == scope
     }
 

@@ -10,14 +10,16 @@ from typing import Any
 import numpy as np
 import pytest
 from kombu.exceptions import OperationalError
+from neo4j.exceptions import ServiceUnavailable
 
 from apps.answers import generation, streams
 from apps.answers.generation import WORKER_LOST
 from apps.answers.models import Answer
 from apps.answers.tasks import answer_generate_task
 from apps.ingest import tasks as ingest_tasks
-from apps.ingest.jobs import QUEUE_DOWN, job_create, retryable_files
+from apps.ingest.jobs import QUEUE_DOWN, job_create, job_finish, retryable_files
 from apps.ingest.models import IngestJob
+from apps.ingest.services import FileOutcome
 from apps.vectors import persistence
 from apps.vectors.errors import IndexSaveFailed
 from apps.vectors.index import VectorIndex
@@ -72,6 +74,41 @@ def test_a_job_the_broker_refuses_fails_at_once_and_keeps_its_files(
     job = IngestJob.objects.get()
     assert (job.state, job.error) == (IngestJob.FAILED, QUEUE_DOWN)
     assert retryable_files(job) == [0], "the upload is kept for a retry"
+
+
+def test_a_job_waiting_for_neo4j_is_retried_to_done_without_spending_its_attempts(
+    monkeypatch: pytest.MonkeyPatch, settings: Any
+) -> None:
+    settings.INGEST_JOB_MAX_ATTEMPTS = 2
+    job = job_create(collection="c", uploads=[("a.txt", b"Alan Turing")], enqueue=False)
+    calls: list[int] = []
+
+    def run(*, job_id: str, driver: Any, extractor: Any) -> IngestJob:
+        calls.append(IngestJob.objects.get(id=job_id).attempts)
+        if len(calls) < 4:  # Neo4j is down for three rounds
+            raise ServiceUnavailable("Couldn't connect to 127.0.0.1:17687")
+        return job_finish(job_id=job_id, outcomes=[FileOutcome("a.txt", "created", "d1")])
+
+    monkeypatch.setattr(ingest_tasks, "job_run", run)
+    monkeypatch.setattr(ingest_tasks, "get_driver", lambda: None)
+    monkeypatch.setattr(ingest_tasks, "default_extractor", lambda: None)
+    ingest_tasks.run_ingest_job.apply(args=(str(job.id),))  # eager: the retries run at once
+    job.refresh_from_db()
+    assert calls == [1, 1, 1, 1] and (job.state, job.attempts) == (IngestJob.DONE, 1)
+
+
+def test_a_job_waiting_too_long_for_neo4j_fails_with_the_reason(monkeypatch: pytest.MonkeyPatch) -> None:
+    job = job_create(collection="c", uploads=[("a.txt", b"Alan Turing")], enqueue=False)
+
+    def down(**kwargs: Any) -> IngestJob:
+        raise ServiceUnavailable("Couldn't connect to 127.0.0.1:17687")
+
+    monkeypatch.setattr(ingest_tasks, "job_run", down)
+    monkeypatch.setattr(ingest_tasks, "get_driver", lambda: None)
+    monkeypatch.setattr(ingest_tasks, "default_extractor", lambda: None)
+    ingest_tasks.run_ingest_job.apply(args=(str(job.id),))
+    job.refresh_from_db()
+    assert job.state == IngestJob.FAILED and job.error.startswith("Neo4j unavailable")
 
 
 CONFIG = SpaceConfig(space="text", dim=4, model="m", index_type="flat")
