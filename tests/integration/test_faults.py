@@ -1,13 +1,11 @@
-"""Faults on the real test stack: a worker killed during a generation, Neo4j stopped during an ingestion
-and during questions, Redis stopped, the chain node stopped during anchoring, a full disk under the
-vector indexes, and a restart of everything. Each test brings the stack back (``stack_restored``), so
-the tests after it find every service healthy."""
+"""Faults on the real test stack: a worker killed during a generation, Redis stopped, the chain node
+stopped during anchoring, and a full disk under the vector indexes. Each test brings the stack back
+(``stack_restored``), so the tests after it find every service healthy."""
 
 from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import sqlite3
 import subprocess
@@ -28,9 +26,9 @@ from pytest_django.fixtures import Settings
 
 from apps.accounts.services import collection_ensure
 from apps.answers.generation import WORKER_LOST
-from apps.answers.services import BROKER_DOWN, GRAPH_DOWN
+from apps.answers.services import BROKER_DOWN
 from apps.graph import cypher
-from apps.graph.driver import close_driver, get_driver
+from apps.graph.driver import close_driver
 from apps.ingest.graph_build import content_id
 from apps.ingest.jobs import QUEUE_DOWN
 from apps.ingest.models import IngestJob
@@ -158,107 +156,6 @@ def test_a_worker_killed_during_a_generation_fails_the_answer_with_a_clear_messa
     record(f"worker killed mid-generation: the answer failed {waited} s after the kill")
 
 
-# --- 2. Neo4j stopped during an ingestion and during questions -----------------------------------
-
-PASSAGES = 600  # long enough (tens of seconds) to be caught writing
-
-
-def job_state(job_id: str) -> dict[str, Any]:
-    shown = manage("ingest_jobs", job_id, "--json")
-    assert shown.returncode in (0, 1), shown.stderr
-    return dict(json.loads(shown.stdout))
-
-
-def logged_documents(scope: str) -> dict[str, set[str]]:
-    """The documents of collection ``scope`` the change log says exist, with their units (the latest entry of each)."""
-    latest: dict[str, str | None] = {}
-    with real_db() as db:
-        rows = db.execute(
-            "SELECT subject_id, after FROM ledger_changeentry WHERE subject_kind = 'Document' ORDER BY seq"
-        ).fetchall()
-        for subject, after in rows:
-            latest[str(subject)] = after
-        contents = {
-            str(sha): json.loads(content)
-            for sha, content in db.execute(
-                "SELECT sha256, content FROM ledger_snapshot WHERE sha256 IN ({})".format(
-                    ",".join("?" * len([a for a in latest.values() if a]))
-                ),
-                [a for a in latest.values() if a],
-            ).fetchall()
-        }
-    return {
-        contents[after]["id"]: {unit for unit, _ in contents[after]["units"]}
-        for after in latest.values()
-        if after and contents[after]["collection"] == scope
-    }
-
-
-def graph_documents(driver: Driver, scope: str) -> dict[str, set[str]]:
-    records, _, _ = driver.execute_query(
-        "MATCH (d:Document {collection: $collection}) OPTIONAL MATCH (d)-[:HAS_CHUNK]->(c:Chunk) "
-        "RETURN d.id AS id, collect(c.id) AS chunks",
-        {"collection": scope},
-        database_=settings.NEO4J_DATABASE,
-    )
-    return {record["id"]: set(record["chunks"]) for record in records}
-
-
-@pytest.mark.django_db(transaction=True)
-def test_neo4j_stopped_during_an_ingestion_and_during_questions(stack_restored: None, tmp_path: Path) -> None:
-    folder = tmp_path / "passages"
-    folder.mkdir()
-    for number in range(PASSAGES):
-        (folder / f"p{number:03d}.txt").write_text(
-            f"Passage {number}. Ada Lovelace wrote to Charles Babbage from London in {1830 + number % 20}."
-        )
-    scope = f"neo4j-stop-{uuid.uuid4().hex[:10]}"
-    started = manage("ingest", str(folder), "--collection", scope, "--json")
-    assert started.returncode == 0, started.stderr
-    job_id = str(json.loads(started.stdout)["id"])
-    wait_for("the job to write", lambda: (s := job_state(job_id))["state"] == "running" and s["percent"] > 0, 180, 0.3)
-
-    services("down", "neo4j")
-    close_driver()
-    collection_ensure(name=scope, public=True)
-    asked = time.monotonic()
-    api = Client().post(
-        "/api/ask", {"question": "Who wrote to Babbage?", "collections": [scope]}, content_type="application/json"
-    )
-    api_seconds = seconds_since(asked)
-    assert api.status_code == 503, api.content
-    assert api.json()["error"] == GRAPH_DOWN
-    asked = time.monotonic()
-    page = Client().post("/ask/", {"question": "Who wrote to Babbage?", "collection": scope})
-    page_seconds = seconds_since(asked)
-    html = page.content.decode()
-    assert page.status_code == 503 and "Neo4j did not answer" in html and "Traceback" not in html
-    assert api_seconds < 20 and page_seconds < 20, (api_seconds, page_seconds)
-
-    down_at = time.monotonic()
-    services("up", "neo4j")
-    restarted = seconds_since(down_at)
-    job = wait_for("the job to end", lambda: (s := job_state(job_id))["state"] in ("done", "failed") and s, 300, 1)
-    ended = seconds_since(down_at)
-    if job["state"] == "done":
-        assert {r["status"] for r in job["results"]} <= {"created", "unchanged"} and len(job["results"]) == PASSAGES
-    else:
-        assert job["error"], job
-
-    # Never half-written: every document in the graph has its chunk, and the graph and the change log
-    # agree on which documents exist and what they hold.
-    in_graph = graph_documents(get_driver(), scope)
-    assert all(chunks for chunks in in_graph.values()), "a document without its chunks"
-    assert logged_documents(scope) == in_graph
-    if job["state"] == "done":
-        assert len(in_graph) == PASSAGES
-    record(
-        f"Neo4j stopped mid-ingestion: /api/ask 503 in {api_seconds} s, search page 503 in "
-        f"{page_seconds} s; Neo4j back in {restarted} s; job {job['state']} after {job['attempts']} attempt(s), "
-        f"{ended} s after the stop; {len(in_graph)} documents, each with its chunks and its log entry"
-    )
-
-
 # --- 3. Redis stopped ------------------------------------------------------------------------------
 
 
@@ -309,7 +206,7 @@ def test_redis_stopped_asking_and_uploading_answer_503_quickly_and_recover(
 
     status, health = healthz()
     assert status == 503 and health["checks"]["redis"]["status"] == "down"
-    assert "Redis" in health["checks"]["redis"]["detail"]
+    assert "cannot reach redis://" in health["checks"]["redis"]["detail"]
 
     back = time.monotonic()
     services("up", "redis")
@@ -384,12 +281,12 @@ def small_disk(vector_settings: None) -> Iterator[Path]:  # noqa: F811
 
 
 def fill(directory: Path) -> Path:
+    """Write a file until the disk is full (unbuffered, so closing it writes nothing more)."""
     filler = directory / "filler"
-    with open(filler, "wb") as out:
+    with open(filler, "wb", buffering=0) as out:
         try:
-            while True:
-                out.write(b"\0" * 4096)
-                out.flush()
+            while out.write(b"\0" * 4096):
+                pass
         except OSError:
             pass
     return filler
@@ -427,64 +324,3 @@ def test_a_full_disk_during_a_save_keeps_the_previous_index(
     assert ok and report["added"] == 1
     assert check_json("--collection", name)[1]
     assert manifest_read(text_dir).version == saved.version + 1 and (text_dir / MANIFEST).is_file()
-
-
-# --- 6. everything restarted ------------------------------------------------------------------------
-
-# A private stack of its own (state under var/test-restart, ports 5xxxx), so that the whole change log and
-# the whole vector index can be checked against the whole graph, whatever other tests left behind.
-RESTART_ENV = {
-    "RAGKG_STATE_DIR": "var/test-restart",
-    "NEO4J_URI": "bolt://127.0.0.1:57687",
-    "REDIS_URL": "redis://127.0.0.1:56379/0",
-    "CHAIN_RPC_URL": "http://127.0.0.1:58545",
-    "WEB_PORT": "58000",
-    "RAGKG_MANAGED_SERVICES": "neo4j,redis,chain,celery",
-    "CELERY_WORKER_CONCURRENCY": "1",
-}
-STACK = ["redis", "neo4j", "chain", "celery"]
-
-
-def private(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [*SERVICES, *args],
-        cwd=BASE_DIR,
-        env={**os.environ, **RESTART_ENV},
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-
-
-def test_after_a_restart_of_everything_graph_vectors_log_and_anchors_agree(tmp_path: Path) -> None:
-    state = BASE_DIR / RESTART_ENV["RAGKG_STATE_DIR"]
-    shutil.rmtree(state, ignore_errors=True)
-    try:
-        up = private("up", *STACK)
-        assert up.returncode == 0, up.stdout + up.stderr
-        for name, text in {"journal.txt": JOURNAL, "society.txt": SOCIETY, "note.txt": "London fog in 1843."}.items():
-            (tmp_path / name).write_text(text)
-        ingested = manage("ingest", str(tmp_path), "--collection", "restart", "--wait", "--json", **RESTART_ENV)
-        assert ingested.returncode == 0, ingested.stdout + ingested.stderr
-        anchored = manage("ledger", "anchor", **RESTART_ENV)
-        assert anchored.returncode == 0, anchored.stdout + anchored.stderr
-
-        restart = time.monotonic()
-        down = private("down")
-        assert down.returncode == 0, down.stderr
-        up = private("up", *STACK)
-        assert up.returncode == 0, up.stdout + up.stderr
-        restarted = seconds_since(restart)
-
-        vectors = manage("vectors", "check", "--json", **RESTART_ENV)
-        assert vectors.returncode == 0, vectors.stdout + vectors.stderr
-        checked = json.loads(vectors.stdout)
-        assert checked["ok"] and checked["graph"] == checked["index"] >= 3
-        verified = manage("ledger", "verify", "--graph", "--json", **RESTART_ENV)
-        assert verified.returncode == 0, verified.stdout + verified.stderr
-        report = json.loads(verified.stdout)
-        assert report["ok"] and report["anchors_checked"] >= 1, report
-        record(f"everything restarted in {restarted} s: vectors check and ledger verify --graph agree")
-    finally:
-        private("down")
-        shutil.rmtree(state, ignore_errors=True)

@@ -143,3 +143,22 @@ def test_a_save_failing_for_lack_of_space_keeps_the_previous_version(
     assert not [path for path in (tmp_path / "text").iterdir() if path.name.endswith(".tmp")]
     reloaded = registry.get("text")
     assert isinstance(reloaded, VectorIndex) and reloaded.count == 3, "the unsaved vector is not served"
+
+
+def test_the_search_page_answers_503_when_the_graph_is_down(monkeypatch: pytest.MonkeyPatch) -> None:
+    from django.test import Client
+
+    from apps.answers import search
+    from apps.answers.services import GRAPH_DOWN
+    from apps.answers.types import AnswerError
+
+    def down(**kwargs: Any) -> Any:
+        raise AnswerError(GRAPH_DOWN, stage="graph_expansion")
+
+    monkeypatch.setattr(search, "default_tools", lambda: None)
+    monkeypatch.setattr(search.services, "answer_ask", down)
+    monkeypatch.setattr(search.services, "answer_start", down)
+    page = Client().post("/ask/", {"question": "Who?"})
+    assert page.status_code == 503 and GRAPH_DOWN in page.content.decode()
+    swapped = Client().post("/ask/", {"question": "Who?"}, headers={"hx-request": "true"})
+    assert swapped.status_code == 200 and GRAPH_DOWN in swapped.content.decode(), "htmx swaps only a 200"
