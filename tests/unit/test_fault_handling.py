@@ -148,7 +148,7 @@ def test_a_save_failing_for_lack_of_space_keeps_the_previous_version(
 def test_the_search_page_answers_503_when_the_graph_is_down(monkeypatch: pytest.MonkeyPatch) -> None:
     from django.test import Client
 
-    from apps.answers import search
+    from apps.answers import search, services
     from apps.answers.services import GRAPH_DOWN
     from apps.answers.types import AnswerError
 
@@ -156,8 +156,8 @@ def test_the_search_page_answers_503_when_the_graph_is_down(monkeypatch: pytest.
         raise AnswerError(GRAPH_DOWN, stage="graph_expansion")
 
     monkeypatch.setattr(search, "default_tools", lambda: None)
-    monkeypatch.setattr(search.services, "answer_ask", down)
-    monkeypatch.setattr(search.services, "answer_start", down)
+    monkeypatch.setattr(services, "answer_ask", down)
+    monkeypatch.setattr(services, "answer_start", down)
     page = Client().post("/ask/", {"question": "Who?"})
     assert page.status_code == 503 and GRAPH_DOWN in page.content.decode()
     swapped = Client().post("/ask/", {"question": "Who?"}, headers={"hx-request": "true"})
