@@ -16,6 +16,7 @@ from apps.answers import generation, streams
 from apps.answers.generation import WORKER_LOST
 from apps.answers.models import Answer
 from apps.answers.tasks import answer_generate_task
+from apps.core.dependencies import DependencyUnavailable
 from apps.ingest import tasks as ingest_tasks
 from apps.ingest.jobs import QUEUE_DOWN, job_create, job_finish, retryable_files
 from apps.ingest.models import IngestJob
@@ -69,7 +70,7 @@ def test_a_job_the_broker_refuses_fails_at_once_and_keeps_its_files(
 
     monkeypatch.setattr(ingest_tasks.run_ingest_job, "apply_async", refuse)
     # the view turns the error into a 503 (apps.core.middleware)
-    with pytest.raises(OperationalError), django_capture_on_commit_callbacks(execute=True):
+    with pytest.raises(DependencyUnavailable, match="Redis"), django_capture_on_commit_callbacks(execute=True):
         job_create(collection="c", uploads=[("a.txt", b"Alan Turing")])
     job = IngestJob.objects.get()
     assert (job.state, job.error) == (IngestJob.FAILED, QUEUE_DOWN)
