@@ -72,9 +72,28 @@ def stream_answer(
     return GenerationResult(text, tokens, time.perf_counter() - started, first, timed_out)
 
 
+WORKER_LOST = (
+    "The generation worker stopped while writing this answer (it was killed or crashed). "
+    "The evidence found is shown below; please ask again."
+)
+
+
 def answer_claim(answer_id: str) -> bool:
     """``retrieved -> generating``; False when another delivery already took it."""
     return bool(Answer.objects.filter(id=answer_id, state=Answer.RETRIEVED).update(state=Answer.GENERATING))
+
+
+def answer_orphan_fail(answer_id: str) -> bool:
+    """A delivery that finds its answer ``generating`` is the task coming back after the worker running it
+    died (``acks_late`` with ``reject_on_worker_lost``; the visibility timeout is longer than the task's time
+    limit, so the first run is over): fail the answer with WORKER_LOST and tell its readers. True if it did."""
+    failed = Answer.objects.filter(id=answer_id, state=Answer.GENERATING).update(
+        state=Answer.FAILED, error=WORKER_LOST, finished_at=timezone.now()
+    )
+    if failed:
+        logger.warning("answer %s: its generation worker died; marked failed", answer_id)
+        streams.event_publish(answer_id, streams.ERROR, message=WORKER_LOST)
+    return bool(failed)
 
 
 def answer_generate(*, answer_id: str, load_generator: Callable[[], Generator]) -> None:

@@ -90,6 +90,7 @@ def _ask(request: HtmxHttpRequest, form: QuestionForm) -> dict[str, Any]:
 def search(request: HtmxHttpRequest) -> HttpResponse:
     form = QuestionForm(request.POST or None)
     context: dict[str, Any] = {"form": form}
+    status = 200
     if request.method == "POST":
         if not form.is_valid():
             context["error"] = f"Please type a question (at most {services.MAX_QUESTION_CHARS} characters)."
@@ -98,7 +99,10 @@ def search(request: HtmxHttpRequest) -> HttpResponse:
                 context.update(_images(request, form) if form.cleaned_data["images"] else _ask(request, form))
             except AnswerError as exc:
                 context["error"] = exc.message
-    return render(request, f"{TEMPLATE}#results" if request.htmx else TEMPLATE, context)
+                # The whole page carries the error's status (503 when Neo4j or Redis is down); an htmx
+                # swap keeps 200, since htmx does not swap an error response into the page.
+                status = 200 if request.htmx else exc.status
+    return render(request, f"{TEMPLATE}#results" if request.htmx else TEMPLATE, context, status=status)
 
 
 @require_GET

@@ -27,6 +27,7 @@ from django.utils import timezone
 from neo4j import Driver
 
 from apps.accounts.services import collection_ensure, collection_name_check
+from apps.core.dependencies import REDIS, DependencyUnavailable, fix_for
 from apps.ingest.extraction import EntityExtractor
 from apps.ingest.models import IngestJob
 from apps.ingest.services import FAILED, FileOutcome, uploads_ingest
@@ -73,10 +74,26 @@ def job_create(
         collection_ensure(name=collection, owner=owner, public=public)
         job = IngestJob.objects.create(id=job_id, collection=collection, files=files, actor=actor, retry_of=retry_of)
         if enqueue:
-            from apps.ingest.tasks import run_ingest_job
-
-            transaction.on_commit(lambda: run_ingest_job.apply_async(args=(str(job_id),), queue="ingest"))
+            transaction.on_commit(lambda: job_enqueue(job_id=str(job_id)))
     return job
+
+
+QUEUE_DOWN = "The task queue (Redis) was not reachable, so the job was never queued; retry it once Redis is back."
+
+
+def job_enqueue(*, job_id: str) -> None:
+    """Send the job's task; when the broker is down the job fails at once with QUEUE_DOWN (rather than
+    staying queued with no task behind it) and DependencyUnavailable (Redis) is raised."""
+    from apps.ingest.tasks import run_ingest_job
+
+    try:
+        run_ingest_job.apply_async(args=(job_id,), queue="ingest")
+    except Exception as exc:  # kombu's OperationalError, the result backend's RuntimeError and friends
+        job_fail(job_id=job_id, error=QUEUE_DOWN)
+        # the view answers 503 naming Redis (apps.core.middleware)
+        raise DependencyUnavailable(
+            REDIS, f"cannot reach Redis at {settings.CELERY_BROKER_URL}", fix_for(REDIS)
+        ) from exc
 
 
 def job_claim(*, job_id: str) -> bool:

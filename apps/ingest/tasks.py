@@ -6,6 +6,7 @@ import logging
 
 import neo4j.exceptions
 from celery import Task, shared_task
+from django.db.models import F
 
 from apps.graph.driver import get_driver
 from apps.ingest.jobs import job_claim, job_fail, job_run
@@ -28,7 +29,11 @@ def run_ingest_job(self: Task, job_id: str) -> str:  # type: ignore[type-arg]
             logger.warning("ingest job %s: %s; retrying", job_id, exc)
             from apps.ingest.models import IngestJob
 
-            IngestJob.objects.filter(id=job_id).update(state=IngestJob.QUEUED, stage="waiting for Neo4j")
+            # A clean wait for Neo4j gives its attempt back: the attempts bound deaths of the worker, and
+            # the task's own retries (about a minute in all) bound the wait.
+            IngestJob.objects.filter(id=job_id).update(
+                state=IngestJob.QUEUED, stage="waiting for Neo4j", attempts=F("attempts") - 1
+            )
             raise self.retry(exc=exc, countdown=min(60, 2 ** (self.request.retries + 1))) from exc
         job_fail(job_id=job_id, error=f"Neo4j unavailable: {exc}")
         return "failed"

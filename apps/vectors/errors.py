@@ -25,3 +25,7 @@ class IdCollision(VectorIndexError):
 
 class EmbedderUnavailable(VectorIndexError):
     """No embedding model is wired for this space."""
+
+
+class IndexSaveFailed(VectorIndexError, OSError):
+    """A new version could not be written (a full disk, say); the saved version is unchanged."""

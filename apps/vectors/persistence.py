@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from apps.vectors._faiss import faiss
-from apps.vectors.errors import IndexCorrupt, IndexMissing
+from apps.vectors.errors import IndexCorrupt, IndexMissing, IndexSaveFailed
 from apps.vectors.sidecar import Sidecar
 from apps.vectors.types import Ids
 
@@ -124,6 +124,12 @@ def _write_atomic(target: Path, write: Callable[[Path], None]) -> str:
         digest = _sha256(tmp)
         _fsync(tmp)
         tmp.replace(target)
+    except (OSError, RuntimeError) as exc:  # faiss reports a failed write as RuntimeError
+        tmp.unlink(missing_ok=True)
+        raise IndexSaveFailed(
+            f"could not write {target} ({exc}); the saved version is unchanged. Free space in "
+            f"{target.parent}, then run `manage.py vectors check --repair`"
+        ) from exc
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise

@@ -119,8 +119,16 @@ class VectorRegistry:
             yield self.get(space, wait=True)
 
     def save(self, space: str, index: VectorIndex) -> None:
-        """Save (inside :meth:`writing`) and remember the new version as this process's."""
-        index.save(self.directory(space))
+        """Save (inside :meth:`writing`) and remember the new version as this process's.
+
+        A failed save (a full disk, say) leaves the saved version as it was; this process then forgets
+        the index it changed in memory, so its next use reloads the saved one instead of serving
+        vectors that were never saved."""
+        try:
+            index.save(self.directory(space))
+        except BaseException:
+            self._loaded.pop(space, None)
+            raise
         self.put(space, index)
 
 
