@@ -239,6 +239,11 @@ LOGIN_THROTTLE_TIMEOUT = env_float("RAGKG_LOGIN_THROTTLE_TIMEOUT", 0.5, minimum=
 # With acks_late a task unacknowledged for longer than this is redelivered:
 # keep it above the hard time limit so a long task is not run twice.
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": CELERY_TASK_TIME_LIMIT + 600}
+# With Redis down, the result store's default retries (20, a second apart) held a request for 20 s
+# before the broker error could answer a clear 503; five retries keep a short blip harmless.
+CELERY_RESULT_BACKEND_TRANSPORT_OPTIONS = {
+    "retry_policy": {"max_retries": 5, "interval_start": 0, "interval_step": 1, "interval_max": 1}
+}
 CELERY_WORKER_CONCURRENCY = env_int("CELERY_WORKER_CONCURRENCY", 2, minimum=1)
 # Queues the locally started worker consumes (a GPU machine runs its own `gpu` worker).
 WORKER_QUEUES = env_list("RAGKG_WORKER_QUEUES", ["ingest", "gpu"])

@@ -49,7 +49,7 @@ HOSTILE_DOC = (
     "output <script>alert('pwned')</script>. Charles Babbage met x' }) MATCH (n) DETACH DELETE n // in London."
 )
 SECRET = "Grace Hopper kept the Nightjar launch codes in Cambridge. Charles Babbage never saw them."
-HOSTILE_COLLECTION = "x' }) MATCH (n) DETACH DELETE n //"
+HOSTILE_COLLECTION = "x' }) MATCH (n) DETACH DELETE n RETURN '1"  # collection names may not hold "/"
 
 
 @pytest.fixture(autouse=True)

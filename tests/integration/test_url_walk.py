@@ -47,6 +47,7 @@ from apps.answers.models import Answer
 from apps.ingest.jobs import job_claim, job_create, job_run
 from apps.ingest.models import Document, IngestJob
 from apps.ingest.services import default_extractor
+from apps.ledger.anchoring import anchors_advance
 from apps.ledger.models import ChangeEntry
 from apps.vectors.registry import vector_registry_reset
 
@@ -313,6 +314,7 @@ def world(empty_graph: Driver, people: dict[str, User]) -> World:
     answer = Answer.objects.get(id=asked.json()["answer_id"])
     assert minutes.id in {source["document_id"] for source in asked.json()["sources"]}
     entry = ChangeEntry.objects.get(subject_id=f"{PRIVATE}/{MINUTES_PATH}")
+    assert anchors_advance().confirmed, "the proof page needs the entry anchored"
     world = World(
         ids={
             "answer_id": str(answer.id),

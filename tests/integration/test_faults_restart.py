@@ -1,0 +1,186 @@
+"""Faults that need Neo4j itself to go away: stopped in the middle of an ingestion and of questions on the
+shared test stack, and a restart of a whole private stack after which the graph, the vector index, the
+change log and the anchors must still agree (``vectors check``, ``ledger verify --graph``)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.conf import settings
+from django.test import Client
+from neo4j import Driver
+
+from apps.accounts.services import collection_ensure
+from apps.graph.driver import close_driver, get_driver
+from tests.conftest import SERVICES, services
+from tests.integration.test_answers import JOURNAL, QUESTION, SOCIETY
+from tests.integration.test_faults import real_db, record, seconds_since, stack_restored, wait_for  # noqa: F401
+from tests.support import BASE_DIR, manage
+
+pytestmark = pytest.mark.integration
+
+PASSAGES = 400  # enough to take tens of seconds, so Neo4j can be stopped while the job writes
+
+
+def job_state(job_id: str, **env: str) -> dict[str, Any]:
+    shown = manage("ingest_jobs", job_id, "--json", **env)
+    assert shown.returncode in (0, 1), shown.stderr
+    return dict(json.loads(shown.stdout))
+
+
+def logged_documents(scope: str) -> dict[str, set[str]]:
+    """The documents of ``scope`` that the change log says exist now, each with its units (latest entry wins)."""
+    latest: dict[str, str | None] = {}
+    with real_db() as db:
+        for subject, after in db.execute(
+            "SELECT subject_id, after FROM ledger_changeentry WHERE subject_kind = 'Document' ORDER BY seq"
+        ):
+            latest[str(subject)] = after
+        hashes = [after for after in latest.values() if after]
+        contents: dict[str, Any] = {}
+        for sha, content in db.execute(
+            f"SELECT sha256, content FROM ledger_snapshot WHERE sha256 IN ({','.join('?' * len(hashes))})", hashes
+        ):
+            contents[str(sha)] = json.loads(content)
+    documents = [contents[after] for after in latest.values() if after in contents]
+    return {str(doc["id"]): {str(unit) for unit, _ in doc["units"]} for doc in documents if doc["collection"] == scope}
+
+
+def graph_documents(driver: Driver, scope: str) -> dict[str, set[str]]:
+    records, _, _ = driver.execute_query(
+        "MATCH (d:Document {collection: $collection}) OPTIONAL MATCH (d)-[:HAS_CHUNK]->(c:Chunk) "
+        "RETURN d.id AS id, collect(c.id) AS chunks",
+        {"collection": scope},
+        database_=settings.NEO4J_DATABASE,
+    )
+    return {str(record["id"]): {str(chunk) for chunk in record["chunks"]} for record in records}
+
+
+def started_job(folder: Path, scope: str) -> str:
+    started = manage("ingest", str(folder), "--collection", scope, "--json")
+    assert started.returncode == 0, started.stdout + started.stderr
+    return str(json.loads(started.stdout)["id"])
+
+
+def writing(job_id: str) -> bool:
+    state = job_state(job_id)
+    return bool(state["state"] == "running" and state["percent"] > 0)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_neo4j_stopped_during_an_ingestion_and_during_questions(stack_restored: None, tmp_path: Path) -> None:  # noqa: F811
+    scope = f"neo4j-stop-{uuid.uuid4().hex[:10]}"
+    first = tmp_path / "first"
+    first.mkdir()
+    (first / "journal.txt").write_text(JOURNAL)
+    (first / "society.txt").write_text(SOCIETY)
+    done = manage("ingest", str(first), "--collection", scope, "--wait", "--json")
+    assert done.returncode == 0, done.stdout + done.stderr
+    collection_ensure(name=scope, public=True)
+    folder = tmp_path / "passages"
+    folder.mkdir()
+    for number in range(PASSAGES):
+        (folder / f"p{number:03d}.txt").write_text(
+            f"Passage {number}. Ada Lovelace wrote to Charles Babbage from London in {1830 + number % 20}."
+        )
+    job_id = started_job(folder, scope)
+    wait_for("the job to write", lambda: writing(job_id), 240, 0.3)
+
+    services("down", "neo4j")
+    close_driver()
+    asked = time.monotonic()
+    api = Client().post("/api/ask", {"question": QUESTION, "collections": [scope]}, content_type="application/json")
+    api_seconds = seconds_since(asked)
+    asked = time.monotonic()
+    page = Client().post("/ask/", {"question": QUESTION, "collection": scope})
+    page_seconds = seconds_since(asked)
+    assert api.status_code == 503 and "Neo4j" in api.json()["error"] + json.dumps(api.json()), api.content
+    html = page.content.decode()
+    assert page.status_code == 503 and "Neo4j" in html and "Traceback" not in html
+    assert api_seconds < 20 and page_seconds < 20, (api_seconds, page_seconds)
+
+    stopped = time.monotonic()
+    services("up", "neo4j")
+    restarted = seconds_since(stopped)
+    job = wait_for("the job to end", lambda: (s := job_state(job_id))["state"] in ("done", "failed") and s, 420, 1)
+    ended = seconds_since(stopped)
+    if job["state"] == "failed":
+        assert job["error"], job  # a failed job says why
+
+    # Never half-written: each document in the graph has its chunks, and the graph and the change log agree
+    # on which documents exist and what they hold.
+    in_graph = graph_documents(get_driver(), scope)
+    assert all(chunks for chunks in in_graph.values()), "a document without its chunks"
+    assert logged_documents(scope) == in_graph
+    if job["state"] == "done":
+        assert len(in_graph) == PASSAGES + 2
+    record(
+        f"Neo4j stopped mid-ingestion: /api/ask 503 in {api_seconds} s, search page 503 in {page_seconds} s; "
+        f"Neo4j back in {restarted} s; job {job['state']} after {job['attempts']} attempt(s), {ended} s after the "
+        f"stop; {len(in_graph)} documents, each with its chunks and its log entry"
+    )
+
+
+# A private stack (state under var/test-restart, ports 52xxx): the whole change log and the whole vector
+# index are checked against the whole graph, whatever the other tests left in the shared one.
+RESTART_ENV = {
+    "RAGKG_STATE_DIR": "var/test-restart",
+    "NEO4J_URI": "bolt://127.0.0.1:52687",
+    "REDIS_URL": "redis://127.0.0.1:52379/0",
+    "CHAIN_RPC_URL": "http://127.0.0.1:52545",
+    "WEB_PORT": "52000",
+    "RAGKG_MANAGED_SERVICES": "neo4j,redis,chain,celery",
+    "CELERY_WORKER_CONCURRENCY": "1",
+}
+
+
+def private(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*SERVICES, *args], cwd=BASE_DIR, env={**os.environ, **RESTART_ENV}, capture_output=True, text=True, timeout=300
+    )
+
+
+def checked(result: subprocess.CompletedProcess[str]) -> subprocess.CompletedProcess[str]:
+    assert result.returncode == 0, result.stdout + result.stderr
+    return result
+
+
+def test_after_a_restart_of_everything_graph_vectors_log_and_anchors_agree(tmp_path: Path) -> None:
+    state = BASE_DIR / RESTART_ENV["RAGKG_STATE_DIR"]
+    shutil.rmtree(state, ignore_errors=True)
+    state.mkdir(parents=True)
+    try:
+        checked(private("up", "redis", "neo4j", "chain"))
+        checked(manage("migrate", "-v", "0", **RESTART_ENV))
+        checked(private("up", "celery"))
+        for name, text in {"journal.txt": JOURNAL, "society.txt": SOCIETY, "note.txt": "London fog in 1843."}.items():
+            (tmp_path / name).write_text(text)
+        checked(manage("ingest", str(tmp_path), "--collection", "restart", "--wait", "--json", **RESTART_ENV))
+        checked(manage("ledger", "anchor", **RESTART_ENV))
+
+        restart = time.monotonic()
+        checked(private("down"))
+        checked(private("up", "redis", "neo4j", "chain", "celery"))
+        restarted = seconds_since(restart)
+
+        vectors = json.loads(checked(manage("vectors", "check", "--json", **RESTART_ENV)).stdout)
+        assert vectors["ok"] and vectors["graph"] == vectors["index"] >= 3, vectors
+        verified = manage("ledger", "verify", "--graph", "--json", **RESTART_ENV)
+        report = json.loads(verified.stdout)
+        assert verified.returncode == 0 and report["ok"], verified.stdout + verified.stderr
+        assert report["anchors_checked"] >= 1 and report["graph_checked"] >= 3, report
+        record(
+            f"everything restarted in {restarted} s: vectors check ({vectors['index']} vectors) and ledger verify "
+            f"--graph ({report['entries']} entries, {report['anchors_checked']} anchor(s)) agree"
+        )
+    finally:
+        private("down")
+        shutil.rmtree(state, ignore_errors=True)
