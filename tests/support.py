@@ -29,6 +29,22 @@ def manage(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+def queue_purge(name: str) -> None:
+    """Empty a Celery queue of the test broker (its plain and prioritised Redis lists). Tests that point
+    generation at a queue no worker consumes call it, so its messages never pile up to the load-shedding
+    limit (RAGKG_MAX_GPU_QUEUE) for the tests after them."""
+    import redis
+    from django.conf import settings
+
+    from apps.core.admission import PRIORITY_SEPARATOR, PRIORITY_STEPS
+
+    client = redis.Redis.from_url(settings.CELERY_BROKER_URL)
+    try:
+        client.delete(name, *(f"{name}{PRIORITY_SEPARATOR}{step}" for step in PRIORITY_STEPS))
+    finally:
+        client.close()
+
+
 def anvil_rpc(method: str, params: list[Any]) -> Any:
     """One plain JSON-RPC call to the test chain (settings.CHAIN_RPC_URL), for anvil's own methods:
     ``evm_mine``, ``anvil_mine`` (``[blocks]``), ``evm_snapshot`` and ``evm_revert`` (``[snapshot id]``).

@@ -39,6 +39,7 @@ from apps.ingest.models import Document, IngestJob
 from apps.ingest.services import default_extractor
 from apps.ledger.models import ChangeEntry
 from apps.vectors.registry import vector_registry_reset
+from tests.support import queue_purge
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 
@@ -212,6 +213,7 @@ def test_asking_the_vault_is_asking_a_collection_that_does_not_exist(
 ) -> None:
     settings.ANSWER_GENERATION_QUEUE = "gpu-nobody-consumes"  # a queued generation would fail differently
     settings.ANSWER_QUEUE_TIMEOUT = 1.0
+    queue_purge(settings.ANSWER_GENERATION_QUEUE)
     browser = client(people, persona)
     vault, nowhere = ask(browser, collections=[PRIVATE]), ask(browser, collections=["no-such-collection"])
     assert vault.status_code == nowhere.status_code == 200

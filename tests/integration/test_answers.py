@@ -30,7 +30,7 @@ from apps.ledger.models import ChangeEntry
 from apps.models.registry import generator
 from apps.observability.tracing import finished_spans, tracing_reset
 from apps.provenance.models import AttributionRecord
-from tests.support import free_port, manage
+from tests.support import free_port, manage, queue_purge
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 
@@ -190,6 +190,7 @@ def test_no_generation_worker_returns_the_evidence_and_says_why(
 ) -> None:
     settings.ANSWER_GENERATION_QUEUE = "gpu-nobody-consumes"
     settings.ANSWER_QUEUE_TIMEOUT = 1.0
+    queue_purge(settings.ANSWER_GENERATION_QUEUE)
     started = time.monotonic()
     result = answer_ask(
         question=QUESTION,
@@ -228,6 +229,7 @@ def serve_generation(stop: threading.Event) -> None:
 def stand_in_worker(settings: Settings) -> Iterator[None]:
     """Generation served by a thread of this process, on a queue no real worker consumes."""
     settings.ANSWER_GENERATION_QUEUE = "gpu-in-this-test"
+    queue_purge(settings.ANSWER_GENERATION_QUEUE)  # its messages are never consumed: the thread reads the database
     stop = threading.Event()
     worker = threading.Thread(target=serve_generation, args=(stop,), daemon=True)
     worker.start()
@@ -236,6 +238,7 @@ def stand_in_worker(settings: Settings) -> Iterator[None]:
     finally:
         stop.set()
         worker.join(timeout=60)
+        queue_purge(settings.ANSWER_GENERATION_QUEUE)
 
 
 def test_api_streams_tokens_then_the_whole_answer(corpus: dict[str, str], settings: Settings) -> None:

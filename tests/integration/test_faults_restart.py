@@ -97,10 +97,14 @@ def test_neo4j_stopped_during_an_ingestion_and_during_questions(stack_restored: 
     services("down", "neo4j")
     close_driver()
     asked = time.monotonic()
-    api = Client().post("/api/ask", {"question": QUESTION, "collections": [scope]}, content_type="application/json")
+    # Evidence only: the question must reach the graph (a question with generation would first be admitted
+    # against the gpu queue's depth, which is not what this scenario is about).
+    api = Client().post(
+        "/api/ask", {"question": QUESTION, "collections": [scope], "generate": False}, content_type="application/json"
+    )
     api_seconds = seconds_since(asked)
     asked = time.monotonic()
-    page = Client().post("/ask/", {"question": QUESTION, "collection": scope})
+    page = Client().post("/ask/", {"question": QUESTION, "collection": scope, "evidence_only": "on"})
     page_seconds = seconds_since(asked)
     assert api.status_code == 503 and "Neo4j" in api.json()["error"] + json.dumps(api.json()), api.content
     html = page.content.decode()
