@@ -6,6 +6,8 @@ Statements are always parameterised; schema statements are idempotent
 
 from __future__ import annotations
 
+import re
+
 PING = "RETURN 1 AS ok"
 
 SERVER_INFO = "CALL dbms.components() YIELD name, versions, edition RETURN name, versions[0] AS version, edition"
@@ -808,19 +810,29 @@ CALL (n) { REMOVE n:RagkgRestore REMOVE n.ragkg_restore_key } IN TRANSACTIONS OF
 """
 
 
+# Labels and relationship types a backup may name: plain identifiers (all that ragkg writes).
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
+
+
 def _quoted(name: str) -> str:
     """A label or relationship type as a Cypher identifier (backticks doubled inside)."""
     return "`" + name.replace("`", "``") + "`"
 
 
 def restore_nodes(labels: tuple[str, ...]) -> str:
-    """Create one batch of nodes with these labels; each row is {key, props}."""
+    """Create one batch of nodes with these labels; each row is {key, props}. A label that is not a plain
+    identifier (a damaged or hostile backup) raises ValueError."""
+    if not all(_IDENTIFIER.fullmatch(label) for label in labels):
+        raise ValueError(f"not a node label: {labels!r}")
     names = "".join(f":{_quoted(label)}" for label in (*labels, "RagkgRestore"))
     return f"UNWIND $rows AS row CREATE (n{names}) SET n = row.props, n.ragkg_restore_key = row.key"
 
 
 def restore_relationships(rel_type: str) -> str:
-    """Create one batch of relationships of this type; each row is {source, target, props}."""
+    """Create one batch of relationships of this type; each row is {source, target, props}. A type that is
+    not a plain identifier raises ValueError."""
+    if not _IDENTIFIER.fullmatch(rel_type):
+        raise ValueError(f"not a relationship type: {rel_type!r}")
     return (
         "UNWIND $rows AS row "
         "MATCH (a:RagkgRestore {ragkg_restore_key: row.source}) "

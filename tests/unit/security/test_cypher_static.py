@@ -21,7 +21,14 @@ CYPHER = ROOT / "apps" / "graph" / "cypher.py"
 SCANNED = ("apps", "ragkg", "scripts", "benchmarks")
 CLAUSE = re.compile(r"\b(MATCH|MERGE|CREATE|DELETE|DETACH|DROP|RETURN|UNWIND|SET|REMOVE|CALL|WHERE|LOAD CSV)\b")
 # The builders of cypher.py that interpolate into query text, and what they interpolate.
-BUILDERS = {"mentions_create", "vector_units_page", "vector_units_by_id", "vector_bench_index_create"}
+BUILDERS = {
+    "mentions_create",
+    "vector_units_page",
+    "vector_units_by_id",
+    "vector_bench_index_create",
+    "restore_nodes",
+    "restore_relationships",
+}
 # Module-level f-strings of cypher.py: built from literals at import, no input involved.
 CONSTANT_FSTRINGS = {"SCHEMA_CONSTRAINTS", "VECTOR_BENCH_INDEX_DROP"}
 HOSTILE = [
@@ -115,6 +122,14 @@ def test_every_builder_refuses_its_input_before_formatting() -> None:
         node = interpolating_scopes()[name]
         source = ast.unparse(node)
         assert "raise ValueError" in source or "_vector_unit_parts(" in source, name
+
+
+@pytest.mark.parametrize("label", [label for label in HOSTILE if label != "chunk"])  # "chunk" is a plain name
+def test_restored_labels_and_types_must_be_plain_identifiers(label: str) -> None:
+    with pytest.raises(ValueError):
+        cypher.restore_nodes(("Chunk", label))
+    with pytest.raises(ValueError):
+        cypher.restore_relationships(label)
 
 
 @pytest.mark.parametrize("label", HOSTILE)
