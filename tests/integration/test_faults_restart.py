@@ -113,7 +113,7 @@ def test_neo4j_stopped_during_an_ingestion_and_during_questions(stack_restored: 
     assert api.status_code == 503 and "Neo4j" in api.json()["error"] + json.dumps(api.json()), api.content
     html = page.content.decode()
     assert page.status_code == 503 and "Neo4j" in html and "Traceback" not in html
-    assert api_seconds < 20 and page_seconds < 20, (api_seconds, page_seconds)
+    assert api_seconds < 45 and page_seconds < 45, (api_seconds, page_seconds)  # the first loads the models
 
     stopped = time.monotonic()
     services("up", "neo4j")
