@@ -33,6 +33,8 @@ logger = logging.getLogger(__name__)
 
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
 _HEADER = struct.Struct("!Q")
+# A request waits this long for the previous one to be collected, then fails instead of hanging.
+BUSY_WAIT_SECONDS = 300.0
 
 
 class ExtractionFailed(RuntimeError):
@@ -167,8 +169,8 @@ class ExtractorPool:
     """``EntityExtractor`` running ``SpacyExtractor`` in ``processes`` helper processes.
 
     One request at a time: ``submit`` waits until the previous request's result was
-    collected. Helpers start on first use (each loads the spaCy model, about a second)
-    and are reused until ``close``.
+    collected (at most ``BUSY_WAIT_SECONDS``, then ``ExtractionFailed``). Helpers start on
+    first use (each loads the spaCy model, about a second) and are reused until ``close``.
     """
 
     def __init__(self, *, processes: int, model: str = DEFAULT_MODEL) -> None:
@@ -186,7 +188,11 @@ class ExtractorPool:
     def submit(self, texts: Sequence[str]) -> PendingExtraction:
         if not texts:
             return _Done([])
-        self._busy.acquire()
+        if not self._busy.acquire(timeout=BUSY_WAIT_SECONDS):
+            raise ExtractionFailed(
+                f"entity extraction is still taken by an earlier request after {BUSY_WAIT_SECONDS} s "
+                "(its result was never collected)"
+            )
         try:
             helpers = self._ready_helpers()
             shares = split_evenly(texts, len(helpers))

@@ -385,7 +385,11 @@ def uploads_ingest(
                 _batch_analyse(batch=inflight, timer=tools.timer)
             started = _batch_start(tools=tools, parsed=list(batch), collection=collection)
             batch.clear()
-            drain()
+            try:
+                drain()
+            except BaseException:
+                _batch_abandon(started)  # its extraction runs; collect it, or the extractor stays taken
+                raise
             inflight = started
         if on_batch is not None:
             on_batch(files_done)

@@ -317,6 +317,35 @@ def test_pipelined_batches_see_the_batch_written_before_them(empty_graph: Driver
     assert set(Document.objects.values_list("id", flat=True)) == ids
 
 
+def test_neo4j_lost_between_batches_leaves_the_extractor_free(
+    empty_graph: Driver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Batch 2's extraction is running when batch 1's write finds Neo4j gone: the error reaches the
+    caller (a job retries it) and the extractor is free for that retry, instead of waiting forever."""
+    import neo4j.exceptions
+
+    from apps.ingest import services
+    from apps.ingest.extraction_pool import ExtractorPool
+
+    def gone(**_: Any) -> list[str]:
+        raise neo4j.exceptions.ServiceUnavailable("Neo4j went away for the test")
+
+    monkeypatch.setattr(services, "documents_graph_write", gone)
+    pool = ExtractorPool(processes=1)
+    try:
+        uploads = [("a.txt", ADA.encode()), ("b.txt", BABBAGE.encode()), ("c.txt", b"Grace Hopper wrote COBOL.")]
+        with pytest.raises(neo4j.exceptions.ServiceUnavailable):
+            services.uploads_ingest(
+                driver=empty_graph, uploads=uploads, collection="test", extractor=pool, batch_size=1
+            )
+        assert not pool._busy.locked(), "an extraction was left uncollected"
+        monkeypatch.undo()
+        outcomes = services.uploads_ingest(driver=empty_graph, uploads=uploads, collection="test", extractor=pool)
+        assert [o.status for o in outcomes] == [CREATED, CREATED, CREATED]
+    finally:
+        pool.close()
+
+
 def nearest(query: str, k: int = 3) -> list[str]:
     from apps.models.registry import text_embedder
     from apps.vectors.services import vectors_search

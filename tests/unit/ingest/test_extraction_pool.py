@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from apps.ingest import extraction_pool
 from apps.ingest.extraction import SpacyExtractor
 from apps.ingest.extraction_pool import (
     ExtractionFailed,
@@ -74,6 +75,17 @@ def test_an_interrupted_collection_frees_the_pool_once(pool: ExtractorPool, monk
         pending.result()  # collecting it again (an abandoned batch) neither hangs nor releases twice
     assert not pool._helpers
     assert pool.extract(TEXTS) == SpacyExtractor().extract(TEXTS)
+
+
+def test_a_request_behind_an_uncollected_one_fails_instead_of_hanging(
+    pool: ExtractorPool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(extraction_pool, "BUSY_WAIT_SECONDS", 0.2)
+    pending = pool.submit(TEXTS)
+    with pytest.raises(ExtractionFailed, match="still taken by an earlier request"):
+        pool.submit(TEXTS)
+    assert pending.result() == SpacyExtractor().extract(TEXTS)  # the first one is unharmed
+    assert pool.extract(TEXTS[:1]) == SpacyExtractor().extract(TEXTS[:1])
 
 
 def test_messages_round_trip_and_a_cut_stream_is_an_eof() -> None:
