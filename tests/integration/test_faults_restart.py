@@ -118,7 +118,7 @@ def test_neo4j_stopped_during_an_ingestion_and_during_questions(stack_restored: 
     stopped = time.monotonic()
     services("up", "neo4j")
     restarted = seconds_since(stopped)
-    job = wait_for("the job to end", lambda: (s := job_state(job_id))["state"] in ("done", "failed") and s, 420, 1)
+    job = wait_for("the job to end", lambda: (s := job_state(job_id))["state"] in ("done", "failed") and s, 180, 1)
     ended = seconds_since(stopped)
     if job["state"] == "failed":
         assert job["error"], job  # a failed job says why
