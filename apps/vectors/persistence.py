@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import hashlib
 import json
 import logging
 import os
@@ -26,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from apps.core.files import file_sha256, fsync_path
 from apps.vectors._faiss import faiss
 from apps.vectors.errors import IndexCorrupt, IndexMissing, IndexSaveFailed
 from apps.vectors.sidecar import Sidecar
@@ -100,29 +100,13 @@ def manifest_read(directory: Path) -> Manifest:
 # --- writing --------------------------------------------------------------------------
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        while block := handle.read(1 << 22):
-            digest.update(block)
-    return digest.hexdigest()
-
-
-def _fsync(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 def _write_atomic(target: Path, write: Callable[[Path], None]) -> str:
     """Write ``target`` through a temporary file in its folder; return the file's SHA-256."""
     tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
     try:
         write(tmp)
-        digest = _sha256(tmp)
-        _fsync(tmp)
+        digest = file_sha256(tmp)
+        fsync_path(tmp)
         tmp.replace(target)
     except (OSError, RuntimeError) as exc:  # faiss reports a failed write as RuntimeError
         tmp.unlink(missing_ok=True)
@@ -133,7 +117,7 @@ def _write_atomic(target: Path, write: Callable[[Path], None]) -> str:
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
-    _fsync(target.parent)
+    fsync_path(target.parent)
     return digest
 
 
@@ -238,7 +222,7 @@ def snapshot_read(directory: Path, *, check: Callable[[Manifest], None] | None =
 def _verify(path: Path, expected: str) -> None:
     if not path.exists():
         raise FileNotFoundError(2, "missing", str(path))
-    if _sha256(path) != expected:
+    if file_sha256(path) != expected:
         raise IndexCorrupt(f"{path} fails its checksum; run `manage.py vectors rebuild`")
 
 

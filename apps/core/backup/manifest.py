@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
+
+from apps.core.files import file_sha256
 
 FORMAT = 1
 MANIFEST = "manifest.json"
@@ -42,14 +43,6 @@ class Manifest:
         if not isinstance(data, dict) or data.get("format") != FORMAT:
             raise ValueError(f"not a ragkg backup manifest of format {FORMAT}")
         return cls(**data)
-
-
-def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        while block := handle.read(1 << 22):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def folder_files(root: Path) -> list[str]:

@@ -18,6 +18,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from apps.core.backup.manifest import BackupError
+from apps.core.files import fsync_path
 from apps.vectors.errors import IndexCorrupt, IndexMissing
 from apps.vectors.persistence import MANIFEST, Manifest, manifest_read
 from apps.vectors.registry import vector_registry
@@ -53,14 +54,6 @@ def vectors_dump(*, folder: Path) -> dict[str, int]:
     return counts
 
 
-def _fsync(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 def _place(source: Path | str, target: Path) -> None:
     """Write ``target`` from a file (Path) or text (str) through a temporary file and a rename."""
     tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
@@ -68,7 +61,7 @@ def _place(source: Path | str, target: Path) -> None:
         shutil.copyfile(source, tmp)
     else:
         tmp.write_text(source, encoding="utf-8")
-    _fsync(tmp)
+    fsync_path(tmp)
     tmp.replace(target)
 
 
@@ -86,7 +79,7 @@ def _restore_space(source: Path, directory: Path) -> int:
     _place(source / backed.index_file, directory / manifest.index_file)
     _place(source / backed.sidecar_file, directory / manifest.sidecar_file)
     _place(json.dumps(dataclasses.asdict(manifest), indent=2, sort_keys=True) + "\n", directory / MANIFEST)
-    _fsync(directory)
+    fsync_path(directory)
     return manifest.count
 
 

@@ -12,11 +12,11 @@ from apps.core.backup.manifest import (
     MANIFEST,
     BackupDamaged,
     Manifest,
-    file_sha256,
     manifest_seal,
     manifest_verify,
 )
 from apps.core.backup.services import backup_restore
+from apps.core.files import file_sha256
 
 
 def sealed(root: Path) -> Manifest:

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from apps.vectors import persistence
+from apps.core.files import file_sha256
 from apps.vectors.errors import IndexCorrupt, IndexMismatch, IndexMissing
 from apps.vectors.ids import vector_id
 from apps.vectors.index import VectorIndex
@@ -86,14 +86,14 @@ from tests.unit.vectors.fakes import clustered, items, space
 directory, victim = Path({directory!r}), {victim!r}
 index = VectorIndex.load(directory, space("hnsw"))
 index.add(items(200, 400), clustered(200, 32, seed=3))
-real_fsync = persistence._fsync
+real_fsync = persistence.fsync_path
 
 def fsync_then_die(path):
     real_fsync(path)
     if path.name.startswith("." + victim):  # the temporary file is complete and synced: die before the rename
         os.kill(os.getpid(), signal.SIGKILL)
 
-persistence._fsync = fsync_then_die
+persistence.fsync_path = fsync_then_die
 index.save(directory)
 """
 
@@ -177,7 +177,7 @@ def test_an_unreadable_file_with_a_matching_checksum_is_corrupt_too(tmp_path: Pa
     path = tmp_path / "index.1.faiss"
     path.write_bytes(b"not a faiss index")
     manifest = json.loads((tmp_path / "manifest.json").read_text())
-    manifest["index_sha256"] = persistence._sha256(path)
+    manifest["index_sha256"] = file_sha256(path)
     (tmp_path / "manifest.json").write_text(json.dumps(manifest))
     with pytest.raises(IndexCorrupt, match="faiss cannot read"):
         VectorIndex.load(tmp_path, space("flat"))
