@@ -45,6 +45,30 @@ def queue_purge(name: str) -> None:
         client.close()
 
 
+def renames_append(count: int) -> None:
+    """Append ``count`` entity renames to the change log in one transaction (subjects ``e<n>`` continue
+    from the entries already there), for tests of what follows the log: anchors, backups."""
+    from django.db import transaction
+
+    from apps.ledger.content import entity_content
+    from apps.ledger.models import ChangeEntry
+    from apps.ledger.services import Change, entries_append
+
+    start = ChangeEntry.objects.count()
+    changes = [
+        Change(
+            "entity.renamed",
+            "Entity",
+            f"e{start + i}",
+            entity_content(entity_id=f"e{start + i}", name="old", type_="ORG"),
+            entity_content(entity_id=f"e{start + i}", name=f"new {i}", type_="ORG"),
+        )
+        for i in range(count)
+    ]
+    with transaction.atomic():
+        entries_append(actor="curator:ana", changes=changes)
+
+
 def anvil_rpc(method: str, params: list[Any]) -> Any:
     """One plain JSON-RPC call to the test chain (settings.CHAIN_RPC_URL), for anvil's own methods:
     ``evm_mine``, ``anvil_mine`` (``[blocks]``), ``evm_snapshot`` and ``evm_revert`` (``[snapshot id]``).

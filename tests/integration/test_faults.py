@@ -45,7 +45,6 @@ from apps.vectors.types import VectorItem
 from tests.conftest import LIVE, SERVICES, services
 from tests.integration.test_answers import JOURNAL, QUESTION, SOCIETY
 from tests.integration.test_ingest_worker_killed import worker_pool_processes
-from tests.integration.test_ledger_anchoring import append
 from tests.integration.test_vectors import (  # noqa: F401  (collection and vector_settings are fixtures)
     check_json,
     collection,
@@ -53,7 +52,7 @@ from tests.integration.test_vectors import (  # noqa: F401  (collection and vect
     run,
     vector_settings,
 )
-from tests.support import BASE_DIR, anvil_rpc, manage
+from tests.support import BASE_DIR, anvil_rpc, manage, renames_append
 
 pytestmark = pytest.mark.integration
 
@@ -232,11 +231,11 @@ def test_redis_stopped_asking_and_uploading_answer_503_quickly_and_recover(
 @pytest.mark.django_db
 def test_the_chain_node_stopped_during_anchoring(stack_restored: None, settings: Settings) -> None:
     settings.CHAIN_CONFIRMATIONS = 3
-    append(2)
+    renames_append(2)
     contract = anchors_advance().contract
     anvil_rpc("anvil_mine", [2])
     assert anchors_advance().confirmed == [2]
-    append(3)
+    renames_append(3)
     assert anchors_advance().sent == [5]  # sent, one confirmation of three: the node stops now
     assert Anchor.objects.get(tree_size=5).state == Anchor.SENT
 
@@ -246,7 +245,7 @@ def test_the_chain_node_stopped_during_anchoring(stack_restored: None, settings:
     failed_in = seconds_since(tried)
     assert "unreachable" in round_["error"] and failed_in < 30
     assert not Anchor.objects.filter(tree_size=5, state=Anchor.CONFIRMED).exists()
-    append(1)  # the log goes on without the chain
+    renames_append(1)  # the log goes on without the chain
 
     services("up", "chain")
     rounds = 0

@@ -15,21 +15,20 @@ from typing import Any
 import pytest
 from django.conf import settings
 from django.core.management import CommandError, call_command
-from django.db import connection, transaction
+from django.db import connection
 from pytest_django.fixtures import Settings
 
 from apps.ledger import anchoring
 from apps.ledger.anchoring import anchors_advance
 from apps.ledger.canonical import entry_bytes
 from apps.ledger.chain import Chain, ChainError, chain_from_settings
-from apps.ledger.content import entity_content
 from apps.ledger.merkle import leaf_hash
 from apps.ledger.models import Anchor, ChangeEntry
 from apps.ledger.proofs import proof_bundle
-from apps.ledger.services import Change, entries_append, tree_head
+from apps.ledger.services import tree_head
 from apps.ledger.tasks import anchor_task
 from apps.ledger.verify import log_verify
-from tests.support import BASE_DIR, anvil_rpc, free_port
+from tests.support import BASE_DIR, anvil_rpc, free_port, renames_append
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db]
 
@@ -37,22 +36,6 @@ pytestmark = [pytest.mark.integration, pytest.mark.django_db]
 @pytest.fixture(autouse=True)
 def chain_up(live_services: None) -> None:
     """The test anvil node (started with the other live services)."""
-
-
-def append(count: int) -> None:
-    start = ChangeEntry.objects.count()
-    changes = [
-        Change(
-            "entity.renamed",
-            "Entity",
-            f"e{start + i}",
-            entity_content(entity_id=f"e{start + i}", name="old", type_="ORG"),
-            entity_content(entity_id=f"e{start + i}", name=f"new {i}", type_="ORG"),
-        )
-        for i in range(count)
-    ]
-    with transaction.atomic():
-        entries_append(actor="curator:ana", changes=changes)
 
 
 def anchored_events(contract: str) -> list[tuple[int, str]]:
@@ -65,10 +48,10 @@ def confirmed(size: int) -> Anchor:
 
 
 def test_anchors_appear_on_the_chain_and_a_proof_verifies_standalone(tmp_path: Path) -> None:
-    append(5)
+    renames_append(5)
     first = anchors_advance()
     assert first.sent == [5] and first.confirmed == [5]
-    append(3)
+    renames_append(3)
     second = anchors_advance()
     assert second.sent == [8] and second.contract == first.contract
     assert anchors_advance().sent == []  # nothing new: nothing sent
@@ -115,7 +98,7 @@ def test_anchors_appear_on_the_chain_and_a_proof_verifies_standalone(tmp_path: P
 
 
 def test_verify_names_an_entry_edited_or_deleted_in_the_database() -> None:
-    append(6)
+    renames_append(6)
     anchors_advance()
     chain = chain_from_settings()
     with connection.cursor() as cursor:  # maintenance mode stands in for an attacker who dropped the triggers
@@ -142,10 +125,10 @@ def test_verify_names_an_entry_edited_or_deleted_in_the_database() -> None:
 
 
 def test_with_the_chain_down_entries_go_on_and_anchors_go_out_later(settings: Settings) -> None:
-    append(2)
+    renames_append(2)
     anchors_advance()
     settings.CHAIN_RPC_URL = f"http://127.0.0.1:{free_port()}"
-    append(3)  # the log does not depend on the chain
+    renames_append(3)  # the log does not depend on the chain
     with pytest.raises(ChainError, match="unreachable"):
         anchors_advance()
     assert anchor_task()["error"]  # the beat task logs it and waits for the next round
@@ -157,9 +140,9 @@ def test_with_the_chain_down_entries_go_on_and_anchors_go_out_later(settings: Se
 def test_a_worker_dying_between_sending_and_confirming_leaves_no_double_anchor_and_no_gap(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    append(1)
+    renames_append(1)
     contract = anchors_advance().contract
-    append(2)
+    renames_append(2)
 
     def die(*args: Any, **kwargs: Any) -> None:
         raise SystemExit("worker killed after saving the signed anchor, before broadcasting it")
@@ -173,7 +156,7 @@ def test_a_worker_dying_between_sending_and_confirming_leaves_no_double_anchor_a
     assert anchors_advance().confirmed == [3]  # the same signed transaction, broadcast now
     assert Anchor.objects.get(tree_size=3).tx_hash == sent.tx_hash
 
-    append(1)
+    renames_append(1)
     real_follow = anchoring._follow
 
     def die_after_broadcast(chain: Any, anchor: Anchor, head: int, report: Any) -> None:
@@ -192,12 +175,12 @@ def test_a_worker_dying_between_sending_and_confirming_leaves_no_double_anchor_a
 
 def test_a_reorganisation_that_drops_an_anchor_is_noticed_and_the_anchor_resent(settings: Settings) -> None:
     settings.CHAIN_CONFIRMATIONS = 3
-    append(2)
+    renames_append(2)
     contract = anchors_advance().contract
     anvil_rpc("anvil_mine", [2])
     assert anchors_advance().confirmed == [2]
     snapshot = anvil_rpc("evm_snapshot", [])
-    append(2)
+    renames_append(2)
     anchors_advance()
     pending = Anchor.objects.get(tree_size=4)
     assert pending.state == Anchor.SENT and pending.confirmations == 1
@@ -225,7 +208,7 @@ def run(*args: str) -> tuple[int, str]:
 def test_the_ledger_command_deploys_anchors_verifies_and_writes_proofs(tmp_path: Path) -> None:
     code, out = run("deploy")
     assert code == 0 and out.startswith("anchor contract: 0x")
-    append(4)
+    renames_append(4)
     code, out = run("anchor")
     assert code == 0 and json.loads(out)["confirmed"] == [4], out
     status = json.loads(run("status", "--json")[1])

@@ -13,13 +13,13 @@ from pytest_django.fixtures import Settings
 from apps.core.backup.database import database_dump, database_load
 from apps.core.backup.media import media_dump, media_load
 from apps.core.backup.vectors import vectors_dump, vectors_load, vectors_present
-from apps.ledger.content import entity_content
 from apps.ledger.maintenance import maintenance
 from apps.ledger.models import ChangeEntry
-from apps.ledger.services import Change, entries_append, tree_head
+from apps.ledger.services import tree_head
 from apps.vectors.persistence import manifest_read
 from apps.vectors.registry import vector_registry, vector_registry_reset
 from apps.vectors.services import vectors_add
+from tests.support import renames_append
 from tests.unit.vectors.fakes import clustered, items
 
 
@@ -34,29 +34,13 @@ def vectors_dir(tmp_path: Path, settings: Settings) -> Iterator[Path]:
     vector_registry_reset()
 
 
-def append(count: int) -> None:
-    start = ChangeEntry.objects.count()
-    changes = [
-        Change(
-            "entity.renamed",
-            "Entity",
-            f"e{start + i}",
-            entity_content(entity_id=f"e{start + i}", name="old", type_="ORG"),
-            entity_content(entity_id=f"e{start + i}", name=f"new {i}", type_="ORG"),
-        )
-        for i in range(count)
-    ]
-    with transaction.atomic():
-        entries_append(actor="curator:ana", changes=changes)
-
-
 @pytest.mark.django_db(transaction=True)
 def test_the_sqlite_database_round_trips_with_the_change_log_still_append_only(tmp_path: Path) -> None:
-    append(3)
+    renames_append(3)
     head = tree_head()
     described = database_dump(folder=tmp_path)
     assert described["vendor"] == "sqlite" and (tmp_path / described["file"]).stat().st_size > 0
-    append(2)
+    renames_append(2)
     assert tree_head() != head
 
     with maintenance(False):  # loading pages needs no maintenance mode
@@ -69,11 +53,11 @@ def test_the_sqlite_database_round_trips_with_the_change_log_still_append_only(t
 
 @pytest.mark.django_db(transaction=True)
 def test_the_portable_json_form_loads_in_maintenance_mode_and_leaves_it_off(tmp_path: Path) -> None:
-    append(2)
+    renames_append(2)
     head = tree_head()
     described = database_dump(folder=tmp_path, portable=True)
     assert described["file"] == "database.json" and "ledger.changeentry" in (tmp_path / "database.json").read_text()
-    append(3)
+    renames_append(3)
     with maintenance(False):  # flush needs it, and turns it on for that step only
         database_load(folder=tmp_path, described=described)
         assert ChangeEntry.objects.count() == 2 and tree_head() == head
