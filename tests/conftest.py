@@ -8,6 +8,7 @@ were already running before it.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 import sys
@@ -33,6 +34,18 @@ def services(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]
 def _running() -> set[str]:
     rows = json.loads(services("status", "--json").stdout)
     return {name for name, row in rows.items() if row["running"]}
+
+
+@contextlib.contextmanager
+def web_server_running() -> Iterator[str]:
+    """The test web server's base URL; started here unless it already ran, and then stopped."""
+    before = _running()
+    result = services("up", "web", check=False)
+    if result.returncode != 0:
+        pytest.fail(f"could not start the test web server:\n{result.stdout}\n{result.stderr}")
+    yield f"http://{settings.WEB_HOST}:{settings.WEB_PORT}"
+    if "web" not in before:
+        services("down", "web")
 
 
 @pytest.fixture(scope="session")

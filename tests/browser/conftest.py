@@ -17,11 +17,10 @@ from collections.abc import Generator, Iterator
 from pathlib import Path
 
 import pytest
-from django.conf import settings
 from playwright.sync_api import Browser, ViewportSize, sync_playwright
 
 from tests.browser.support import JOURNAL, MUSEUM, SOCIETY, Browsing, Corpus, Persona, field_notes
-from tests.conftest import _running, services
+from tests.conftest import web_server_running
 from tests.support import manage
 
 CHROMIUM = Path("/usr/bin/chromium")  # Debian's package (scripts/bootstrap.sh installs it)
@@ -56,14 +55,9 @@ for row in json.loads(os.environ["BROWSER_PEOPLE"]):
 
 @pytest.fixture(scope="package")
 def web_server(live_services: None) -> Iterator[str]:
-    """The test web server's base URL; started here unless it already ran, and then stopped."""
-    before = _running()
-    result = services("up", "web", check=False)
-    if result.returncode != 0:
-        pytest.fail(f"could not start the test web server:\n{result.stdout}\n{result.stderr}")
-    yield f"http://{settings.WEB_HOST}:{settings.WEB_PORT}"
-    if "web" not in before:
-        services("down", "web")
+    """The test web server's base URL (see tests.conftest.web_server_running)."""
+    with web_server_running() as url:
+        yield url
 
 
 @pytest.fixture(scope="package")

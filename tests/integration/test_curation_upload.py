@@ -15,9 +15,8 @@ from collections.abc import Iterator
 
 import pytest
 import requests
-from django.conf import settings
 
-from tests.conftest import _running, services
+from tests.conftest import web_server_running
 from tests.support import manage
 
 pytestmark = pytest.mark.integration
@@ -46,13 +45,8 @@ print(json.dumps([[r.seq, r.actor, r.action, r.subject_id] for r in rows]))
 
 @pytest.fixture(scope="module")
 def web(live_services: None) -> Iterator[str]:
-    before = _running()
-    result = services("up", "web", check=False)
-    if result.returncode != 0:
-        pytest.fail(f"could not start the test web server:\n{result.stdout}\n{result.stderr}")
-    yield f"http://{settings.WEB_HOST}:{settings.WEB_PORT}"
-    if "web" not in before:
-        services("down", "web")
+    with web_server_running() as url:
+        yield url
 
 
 @pytest.fixture(scope="module")
