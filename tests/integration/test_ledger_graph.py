@@ -3,13 +3,10 @@ graph follows them, and ``ledger verify --graph`` notices a graph changed behind
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from django.conf import settings
 from django.db import connection
 from neo4j import Driver, GraphDatabase
-from pytest_django.fixtures import Settings
 
 from apps.curation.services import CurationError, entity_delete, entity_merge, entity_rename, relation_review
 from apps.ingest.services import default_extractor, document_delete, upload_ingest
@@ -19,22 +16,10 @@ from apps.ledger.graph import document_contents, graph_changes_apply
 from apps.ledger.models import ChangeEntry, GraphChange
 from apps.ledger.services import snapshot
 from apps.ledger.verify import log_verify
+from tests.integration.test_ingest_graph import ADA, BABBAGE, vectors_dir  # noqa: F401
 from tests.support import free_port
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db]
-
-ADA = (
-    "Ada Lovelace worked with Charles Babbage in London. "
-    "Charles Babbage designed the Analytical Engine. "
-    "Lovelace published the first algorithm in 1843."
-)
-BABBAGE = "Charles Babbage was born in London. He taught at Cambridge University."
-
-
-@pytest.fixture(autouse=True)
-def vectors_dir(tmp_path: Path, settings: Settings) -> Path:
-    settings.VECTORS_DIR = tmp_path / "vectors"
-    return Path(settings.VECTORS_DIR)
 
 
 def ingest(driver: Driver, name: str, text: str, actor: str = "user:ana") -> str:
