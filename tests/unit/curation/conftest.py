@@ -1,4 +1,4 @@
-"""Personas for the curation pages (a curator, a user without the role) and the stand-in graph
+"""The curator persona for the curation pages (the outsider is in tests/unit/conftest.py) and the stand-in graph
 the views get instead of Neo4j."""
 
 from __future__ import annotations
@@ -21,12 +21,6 @@ def curator_user(db: None) -> User:
 @pytest.fixture
 def curator(client: Client, curator_user: User) -> Client:
     client.force_login(curator_user)
-    return client
-
-
-@pytest.fixture
-def outsider(client: Client, db: None) -> Client:
-    client.force_login(User.objects.create_user("otto"))
     return client
 
 

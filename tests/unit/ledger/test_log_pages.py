@@ -12,14 +12,12 @@ from typing import Any
 
 import neo4j.exceptions
 import pytest
-from django.contrib.auth.models import Group, User
+from django.contrib.auth.models import User
 from django.db import connection, transaction
 from django.test import Client
 from django.utils.html import escape
 from pytest_django.fixtures import Settings
 
-from apps.accounts.models import CollectionGrant
-from apps.accounts.services import collection_ensure
 from apps.graph import driver as graph_driver
 from apps.ledger import merkle
 from apps.ledger import services as ledger_services
@@ -97,24 +95,8 @@ def diff_rows(content: str) -> dict[str, bool]:
 
 
 @pytest.fixture
-def auditor(client: Client) -> Client:
-    user = User.objects.create_user("audrey", password="x")
-    user.groups.add(Group.objects.get_or_create(name="auditor")[0])
-    # The answers and documents of these tests are in "demo", which audrey may read.
-    CollectionGrant.objects.create(collection=collection_ensure(name="demo"), user=user)
-    client.force_login(user)
-    return client
-
-
-@pytest.fixture
 def superuser(client: Client) -> Client:
     client.force_login(User.objects.create_superuser("root", password="x"))
-    return client
-
-
-@pytest.fixture
-def outsider(client: Client) -> Client:
-    client.force_login(User.objects.create_user("otto", password="x"))
     return client
 
 

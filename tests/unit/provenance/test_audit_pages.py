@@ -15,8 +15,6 @@ import pytest
 from django.contrib.auth.models import AnonymousUser, Group, User
 from django.test import Client
 
-from apps.accounts.models import CollectionGrant
-from apps.accounts.services import collection_ensure
 from apps.answers.expansion import question_entity_ids
 from apps.answers.models import Answer
 from apps.provenance import services
@@ -174,22 +172,6 @@ def listed(response: Any) -> list[str]:
 
 
 # --- personas ------------------------------------------------------------------------------
-
-
-@pytest.fixture
-def auditor(client: Client) -> Client:
-    user = User.objects.create_user("audrey", password="x")
-    user.groups.add(Group.objects.get_or_create(name="auditor")[0])
-    # The answers and documents of these tests are in "demo", which audrey may read.
-    CollectionGrant.objects.create(collection=collection_ensure(name="demo"), user=user)
-    client.force_login(user)
-    return client
-
-
-@pytest.fixture
-def outsider(client: Client) -> Client:
-    client.force_login(User.objects.create_user("otto", password="x"))
-    return client
 
 
 # --- access ----------------------------------------------------------------------------------
