@@ -366,6 +366,13 @@ ANSWER_GENERATION_QUEUE = env_str("ANSWER_GENERATION_QUEUE", "gpu")
 # How long to wait for a gpu worker to start a generation, and for the whole generation.
 ANSWER_QUEUE_TIMEOUT = env_float("ANSWER_QUEUE_TIMEOUT", 15.0, minimum=0.1)
 ANSWER_GENERATION_TIMEOUT = env_int("ANSWER_GENERATION_TIMEOUT", 120, minimum=1)
+# An answer still queued or generating this many seconds after it was asked is failed (its worker was
+# stopped whole, or its message lost); checked by the beat every minute and whenever the answer is opened.
+ANSWER_UNFINISHED_AFTER = env_int(
+    "ANSWER_UNFINISHED_AFTER", max(600, int(ANSWER_QUEUE_TIMEOUT) + ANSWER_GENERATION_TIMEOUT + 60), minimum=1
+)
+if ANSWER_UNFINISHED_AFTER <= ANSWER_QUEUE_TIMEOUT + ANSWER_GENERATION_TIMEOUT:
+    raise EnvError("ANSWER_UNFINISHED_AFTER must be above ANSWER_QUEUE_TIMEOUT + ANSWER_GENERATION_TIMEOUT")
 # Threads torch uses in a process that answers questions: one question's embedding is tiny, and
 # more threads than free cores make it many times slower under load (1 thread: ~30 ms; 2 threads
 # on 2 busy cores: ~500 ms, measured here).
@@ -400,17 +407,24 @@ CHAIN_TIMEOUT = env_float("CHAIN_TIMEOUT", 10.0, minimum=0.1)
 # Seconds between two anchoring rounds of the Celery beat task; 0: no periodic anchoring.
 LEDGER_ANCHOR_INTERVAL = env_int("LEDGER_ANCHOR_INTERVAL", 60, minimum=0)
 # The Celery worker that scripts/services.py starts runs the beat too (-B) when this is set.
-CELERY_BEAT_SCHEDULE = (
-    {
-        "ledger-anchor": {
-            "task": "ledger.anchor",
-            "schedule": float(LEDGER_ANCHOR_INTERVAL),
-            "options": {"queue": "ingest", "expires": float(LEDGER_ANCHOR_INTERVAL)},
+CELERY_BEAT_SCHEDULE = {
+    "answers-unfinished": {
+        "task": "answers.fail_unfinished",
+        "schedule": 60.0,
+        "options": {"queue": "ingest", "expires": 60.0},
+    },
+    **(
+        {
+            "ledger-anchor": {
+                "task": "ledger.anchor",
+                "schedule": float(LEDGER_ANCHOR_INTERVAL),
+                "options": {"queue": "ingest", "expires": float(LEDGER_ANCHOR_INTERVAL)},
+            }
         }
-    }
-    if LEDGER_ANCHOR_INTERVAL
-    else {}
-)
+        if LEDGER_ANCHOR_INTERVAL
+        else {}
+    ),
+}
 
 # --- health checks ------------------------------------------------------------------
 HEALTH_CHECK_TIMEOUT = env_float("HEALTH_CHECK_TIMEOUT", 3.0, minimum=0.1)

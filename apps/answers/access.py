@@ -14,6 +14,7 @@ from django.contrib.auth.models import AnonymousUser
 from django.http import Http404, HttpRequest
 
 from apps.accounts.roles import ADMIN, has_role
+from apps.answers.generation import answers_unfinished_fail
 from apps.answers.models import Answer
 
 SESSION_KEY = "ragkg_answers"
@@ -41,4 +42,6 @@ def answer_for(request: HttpRequest, answer_id: uuid.UUID) -> Answer:
         answer, user=request.user, session_answers=list(request.session.get(SESSION_KEY, []))
     ):
         raise Http404("no such answer")
+    if answer.state in (Answer.RETRIEVED, Answer.GENERATING) and answers_unfinished_fail(answer_ids=[str(answer.id)]):
+        answer.refresh_from_db()
     return answer

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
@@ -94,6 +95,36 @@ def answer_orphan_fail(answer_id: str) -> bool:
         logger.warning("answer %s: its generation worker died; marked failed", answer_id)
         streams.event_publish(answer_id, streams.ERROR, message=WORKER_LOST)
     return bool(failed)
+
+
+UNFINISHED = (
+    "This answer was never finished: no generation worker reported back within {seconds} s of the question "
+    "(the worker was stopped, or its task was lost). The evidence found is shown below; please ask again."
+)
+
+
+def answers_unfinished_fail(*, answer_ids: Sequence[str] | None = None) -> int:
+    """Fail the answers still queued or generating ``ANSWER_UNFINISHED_AFTER`` s after they were asked (all of
+    them, or those of ``answer_ids``), so none shows "generating" for ever when its whole worker died; a worker
+    that does come back later claims nothing. Returns how many were failed."""
+    seconds = settings.ANSWER_UNFINISHED_AFTER
+    stale = Answer.objects.filter(
+        state__in=[Answer.RETRIEVED, Answer.GENERATING], created_at__lt=timezone.now() - timedelta(seconds=seconds)
+    )
+    if answer_ids is not None:
+        stale = stale.filter(id__in=list(answer_ids))
+    ids = [str(value) for value in stale.values_list("id", flat=True)]
+    if not ids:
+        return 0
+    message = UNFINISHED.format(seconds=seconds)
+    failed = stale.filter(id__in=ids).update(state=Answer.FAILED, error=message, finished_at=timezone.now())
+    logger.warning("%d answer(s) unfinished %d s after they were asked: marked failed", failed, seconds)
+    for answer_id in ids:
+        try:
+            streams.event_publish(answer_id, streams.ERROR, message=message)
+        except Exception:  # best effort: the stored state is what readers see
+            logger.warning("could not tell the readers of answer %s", answer_id, exc_info=True)
+    return failed
 
 
 def answer_generate(*, answer_id: str, load_generator: Callable[[], Generator]) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from celery import shared_task
 
-from apps.answers.generation import answer_claim, answer_generate, answer_orphan_fail
+from apps.answers.generation import answer_claim, answer_generate, answer_orphan_fail, answers_unfinished_fail
 from apps.models.registry import generator
 
 
@@ -16,3 +16,9 @@ def answer_generate_task(answer_id: str) -> None:
         answer_generate(answer_id=answer_id, load_generator=generator)
     else:
         answer_orphan_fail(answer_id)
+
+
+@shared_task(name="answers.fail_unfinished", ignore_result=True)
+def answers_unfinished_task() -> int:
+    """Run by the beat every minute: fail the answers nobody finished (``answers_unfinished_fail``)."""
+    return answers_unfinished_fail()

@@ -52,12 +52,16 @@ def _beat(interval: str) -> dict[str, object]:
     return dict(json.loads(result.stdout.strip().splitlines()[-1]))
 
 
-def test_the_worker_runs_the_anchoring_beat_when_an_interval_is_set() -> None:
+UNFINISHED = {"task": "answers.fail_unfinished", "schedule": 60.0, "options": {"queue": "ingest", "expires": 60.0}}
+
+
+def test_the_worker_runs_the_beat_with_anchoring_when_an_interval_is_set() -> None:
     on = _beat("30")
     assert on["schedule"] == {
-        "ledger-anchor": {"task": "ledger.anchor", "schedule": 30.0, "options": {"queue": "ingest", "expires": 30.0}}
+        "answers-unfinished": UNFINISHED,
+        "ledger-anchor": {"task": "ledger.anchor", "schedule": 30.0, "options": {"queue": "ingest", "expires": 30.0}},
     }
-    command = list(on["command"])  # type: ignore[call-overload]
-    assert "-B" in command and command[command.index("-s") + 1].endswith("run/celerybeat-schedule")
-    off = _beat("0")
-    assert off["schedule"] == {} and "-B" not in list(off["command"])  # type: ignore[call-overload]
+    for probe in (on, _beat("0")):
+        command = list(probe["command"])  # type: ignore[call-overload]
+        assert "-B" in command and command[command.index("-s") + 1].endswith("run/celerybeat-schedule")
+    assert _beat("0")["schedule"] == {"answers-unfinished": UNFINISHED}
