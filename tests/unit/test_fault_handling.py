@@ -1,21 +1,27 @@
-"""Fault handling without services: a generation redelivered after its worker died, an ingestion job the
-broker refused, and a vector index save that fails part-way (the previous version stays)."""
+"""Fault handling without services: a generation redelivered after its worker died, answers a whole dead worker
+left unfinished, an ingestion job the broker refused, and a vector index save that fails part-way (the previous
+version stays)."""
 
 from __future__ import annotations
 
+import datetime
 import errno
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+from django.conf import settings
+from django.contrib.auth.models import User
+from django.test import Client
+from django.utils import timezone
 from kombu.exceptions import OperationalError
 from neo4j.exceptions import ServiceUnavailable
 
 from apps.answers import generation, streams
 from apps.answers.generation import WORKER_LOST
 from apps.answers.models import Answer
-from apps.answers.tasks import answer_generate_task
+from apps.answers.tasks import answer_generate_task, answers_unfinished_task
 from apps.core.dependencies import DependencyUnavailable
 from apps.ingest import tasks as ingest_tasks
 from apps.ingest.jobs import QUEUE_DOWN, job_create, job_finish, retryable_files
@@ -60,6 +66,65 @@ def test_a_duplicate_delivery_of_a_finished_answer_changes_nothing(state: str, p
     assert not generation.answer_orphan_fail(str(answer.id))
     answer.refresh_from_db()
     assert answer.state == state and answer.error == "" and published == []
+
+
+# --- answers a whole dead worker left unfinished (ANSWER_UNFINISHED_AFTER) ------------------------
+
+
+def asked(state: str, *, seconds_ago: float, user: User | None = None) -> Answer:
+    answer = Answer.objects.create(question="Where did Ada Lovelace live?", state=state, user=user)
+    Answer.objects.filter(id=answer.id).update(created_at=timezone.now() - datetime.timedelta(seconds=seconds_ago))
+    return answer
+
+
+def state_of(answer: Answer) -> tuple[str, str]:
+    answer.refresh_from_db()
+    return answer.state, answer.error
+
+
+def test_only_answers_unfinished_past_the_limit_are_failed(published: list[Any]) -> None:
+    limit = settings.ANSWER_UNFINISHED_AFTER
+    queued = asked(Answer.RETRIEVED, seconds_ago=limit + 5)
+    generating = asked(Answer.GENERATING, seconds_ago=limit + 5)
+    young = asked(Answer.GENERATING, seconds_ago=limit - 30)
+    done = asked(Answer.DONE, seconds_ago=limit * 3)
+
+    assert answers_unfinished_task() == 2
+    for answer in (queued, generating):
+        state, error = state_of(answer)
+        assert state == Answer.FAILED and f"within {limit} s" in error and "ask again" in error
+        assert answer.finished_at is not None
+    assert state_of(young) == (Answer.GENERATING, "")
+    assert state_of(done) == (Answer.DONE, "")
+    assert sorted(event[0] for event in published) == sorted([str(queued.id), str(generating.id)])
+    assert {event[1] for event in published} == {streams.ERROR}
+    assert generation.answers_unfinished_fail() == 0  # nothing left to fail
+
+
+def test_a_worker_coming_back_after_the_limit_claims_nothing(published: list[Any]) -> None:
+    answer = asked(Answer.RETRIEVED, seconds_ago=settings.ANSWER_UNFINISHED_AFTER + 1)
+    generation.answers_unfinished_fail()
+    assert not generation.answer_claim(str(answer.id))
+    assert not generation.answer_orphan_fail(str(answer.id))
+    assert state_of(answer)[0] == Answer.FAILED
+
+
+def test_opening_an_unfinished_answer_fails_it(client: Client, published: list[Any]) -> None:
+    user = User.objects.create_user("asker")
+    client.force_login(user)
+    stale = asked(Answer.GENERATING, seconds_ago=settings.ANSWER_UNFINISHED_AFTER + 1, user=user)
+    response = client.get(f"/ask/{stale.id}/stream")
+    body = b"".join(response.streaming_content).decode()  # type: ignore[attr-defined]
+    assert body.startswith("event: error") and "never finished" in body
+    assert state_of(stale)[0] == Answer.FAILED
+
+
+def test_the_beat_checks_for_unfinished_answers_every_minute() -> None:
+    entry = settings.CELERY_BEAT_SCHEDULE["answers-unfinished"]
+    assert entry["task"] == answers_unfinished_task.name and entry["schedule"] == 60.0
+
+
+# --- ingestion jobs -------------------------------------------------------------------------------
 
 
 def test_a_job_the_broker_refuses_fails_at_once_and_keeps_its_files(

@@ -3,7 +3,6 @@ append-only protection intact afterwards."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -17,21 +16,10 @@ from apps.ledger.maintenance import maintenance
 from apps.ledger.models import ChangeEntry
 from apps.ledger.services import tree_head
 from apps.vectors.persistence import manifest_read
-from apps.vectors.registry import vector_registry, vector_registry_reset
+from apps.vectors.registry import vector_registry
 from apps.vectors.services import vectors_add
 from tests.support import renames_append
 from tests.unit.vectors.fakes import clustered, items
-
-
-@pytest.fixture
-def vectors_dir(tmp_path: Path, settings: Settings) -> Iterator[Path]:
-    settings.VECTORS_DIR = tmp_path / "vectors"
-    settings.VECTORS_TEXT_DIM = 32
-    settings.VECTORS_TEXT_MODEL = "fake-model"
-    settings.VECTORS_TEXT_INDEX = "flat"
-    vector_registry_reset()
-    yield Path(settings.VECTORS_DIR)
-    vector_registry_reset()
 
 
 @pytest.mark.django_db(transaction=True)
