@@ -16,6 +16,21 @@ SHOW_CONSTRAINT_NAMES = "SHOW CONSTRAINTS YIELD name RETURN collect(name) AS nam
 SHOW_INDEX_NAMES = "SHOW INDEXES YIELD name RETURN collect(name) AS names"
 
 COUNT_NODES_BY_LABEL = "MATCH (n) UNWIND labels(n) AS label RETURN label, count(*) AS count ORDER BY label"
+# The same within $collections: documents, chunks, images and rows carry their collection, a table counts
+# with its document, and an entity when a unit of $collections mentions it.
+COUNT_NODES_IN_COLLECTIONS = """
+CALL () { MATCH (d:Document) WHERE d.collection IN $collections RETURN count(d) AS documents }
+CALL () {
+  MATCH (d:Document)-[:HAS_TABLE]->(t:Table) WHERE d.collection IN $collections RETURN count(t) AS tables
+}
+CALL () { MATCH (c:Chunk) WHERE c.collection IN $collections RETURN count(c) AS chunks }
+CALL () { MATCH (i:Image) WHERE i.collection IN $collections RETURN count(i) AS images }
+CALL () { MATCH (r:Row) WHERE r.collection IN $collections RETURN count(r) AS rows }
+CALL () {
+  MATCH (u)-[:MENTIONS]->(e:Entity) WHERE u.collection IN $collections RETURN count(DISTINCT e) AS entities
+}
+RETURN chunks AS Chunk, documents AS Document, entities AS Entity, images AS Image, rows AS Row, tables AS `Table`
+"""
 
 # (name, statement) pairs, applied in order by apps.graph.schema.graph_schema_apply.
 SCHEMA_CONSTRAINTS: tuple[tuple[str, str], ...] = tuple(

@@ -312,3 +312,26 @@ def test_the_ingestion_jobs(world: World, people: dict[str, User]) -> None:
     assert vault_job not in jobs and f"/ingest/jobs/{world.jobs[PUBLIC].id}/" in jobs
     assert outsider.get(vault_job).status_code == 404
     assert client(people, "visitor").get(vault_job).status_code == 302
+
+
+def overview(people: dict[str, User], persona: str) -> dict[str, int]:
+    page = client(people, persona).get("/graph/")
+    assert page.status_code == 200
+    return {label: int(n) for label, n in re.findall(r"<tr><td>(\w+)</td><td>(\d+)</td></tr>", page.content.decode())}
+
+
+def test_the_graph_overview_counts_only_what_the_persona_may_read(
+    world: World, people: dict[str, User], empty_graph: Driver
+) -> None:
+    public = {persona: overview(people, persona) for persona in OUTSIDERS}
+    inside = {persona: overview(people, persona) for persona in INSIDERS}
+    whole = overview(people, "admin")
+    records, _, _ = empty_graph.execute_query("MATCH (c:Chunk) RETURN c.collection AS c, count(*) AS n")
+    chunks = {record["c"]: record["n"] for record in records}
+    for counts in public.values():
+        assert counts["Document"] == 2 and counts["Chunk"] == chunks[PUBLIC]
+        assert 0 < counts["Entity"] < whole["Entity"]  # the minutes' own entities are not counted
+    for counts in inside.values():
+        assert counts["Document"] == 3 and counts["Chunk"] == chunks[PUBLIC] + chunks[PRIVATE]
+        assert counts["Entity"] == whole["Entity"]
+    assert whole["Document"] == 3 and "in the whole graph" in client(people, "admin").get("/graph/").content.decode()
