@@ -830,8 +830,8 @@ _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
 
 
 def _quoted(name: str) -> str:
-    """A label or relationship type as a Cypher identifier (backticks doubled inside)."""
-    return "`" + name.replace("`", "``") + "`"
+    """A plain identifier (``_IDENTIFIER``) as a quoted Cypher label or relationship type."""
+    return f"`{name}`"
 
 
 def restore_nodes(labels: tuple[str, ...]) -> str:
