@@ -146,7 +146,6 @@ def _follow(chain: Chain, anchor: Anchor, head: int, report: Round) -> None:
         receipt = chain.receipt(anchor.tx_hash)
         if receipt is None:
             return
-        head = chain.head()
     if not receipt.ok:
         Anchor.objects.filter(pk=anchor.pk).update(
             state=Anchor.DROPPED,
@@ -154,6 +153,8 @@ def _follow(chain: Chain, anchor: Anchor, head: int, report: Round) -> None:
         )
         report.errors.append(f"anchor of size {anchor.tree_size}: the chain refused the head")
         return
+    if receipt.block_number > head:  # mined after the head was read: the chain has that block now
+        head = chain.head()
     confirmations = max(0, head - receipt.block_number + 1)
     confirmed = confirmations >= settings.CHAIN_CONFIRMATIONS
     Anchor.objects.filter(pk=anchor.pk).update(

@@ -173,6 +173,31 @@ def test_a_worker_dying_between_sending_and_confirming_leaves_no_double_anchor_a
     assert log_verify(chain=chain_from_settings()).ok
 
 
+def test_an_anchor_mined_just_after_the_head_was_read_is_confirmed_in_the_same_round(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The node mines the anchor between the round reading the chain's head and asking for the
+    receipt: the receipt names a block newer than that head, which must not count as unconfirmed."""
+    renames_append(1)
+    anchors_advance()
+    renames_append(1)
+    real_broadcast, real_head = Chain.broadcast, Chain.head
+    before_broadcast: list[int] = []
+
+    def broadcast(chain: Chain, tx: Any) -> None:
+        before_broadcast.append(real_head(chain))
+        real_broadcast(chain, tx)
+
+    def head(chain: Chain) -> int:  # the first read after the broadcast still sees the block before it
+        return before_broadcast.pop() if before_broadcast else real_head(chain)
+
+    monkeypatch.setattr(Chain, "broadcast", broadcast)
+    monkeypatch.setattr(Chain, "head", head)
+    report = anchors_advance()
+    assert report.sent == [2] and report.confirmed == [2], report
+    assert confirmed(2).confirmations == 1
+
+
 def test_a_reorganisation_that_drops_an_anchor_is_noticed_and_the_anchor_resent(settings: Settings) -> None:
     settings.CHAIN_CONFIRMATIONS = 3
     renames_append(2)
