@@ -480,6 +480,7 @@ def main() -> int:
             "web_threads": settings.WEB_THREADS,
             "max_inflight_per_process": settings.MAX_INFLIGHT,
             "max_gpu_queue": settings.MAX_GPU_QUEUE,
+            "generation_slots": settings.GENERATION_SLOTS,
             "max_ingest_queue": settings.MAX_INGEST_QUEUE,
             "celery_concurrency": settings.CELERY_WORKER_CONCURRENCY,
             "answer_max_new_tokens": settings.ANSWER_MAX_NEW_TOKENS,

@@ -181,8 +181,8 @@ WEB_THREADS = env_int("WEB_THREADS", 4, minimum=1)
 MAX_INFLIGHT = env_int("RAGKG_MAX_INFLIGHT", 3, minimum=0)
 # Celery queue depths (Redis list lengths) at which a new generation / upload is refused with a
 # 503 before anything is recorded (0: no limit). A question waiting in the gpu queue fails after
-# ANSWER_QUEUE_TIMEOUT, so keep MAX_GPU_QUEUE below CELERY_WORKER_CONCURRENCY * ANSWER_QUEUE_TIMEOUT
-# / seconds per generation (2 cores: ~10-30 s a generation under load, hence 2).
+# ANSWER_QUEUE_TIMEOUT; GENERATION_SLOTS (below) refuses one that would wait that long, this is
+# the ceiling before any generation time is known.
 MAX_GPU_QUEUE = env_int("RAGKG_MAX_GPU_QUEUE", 2, minimum=0)
 MAX_INGEST_QUEUE = env_int("RAGKG_MAX_INGEST_QUEUE", 20, minimum=0)
 # The Retry-After (seconds) a refused request is given.
@@ -245,6 +245,10 @@ CELERY_RESULT_BACKEND_TRANSPORT_OPTIONS = {
     "retry_policy": {"max_retries": 5, "interval_start": 0, "interval_step": 1, "interval_max": 1}
 }
 CELERY_WORKER_CONCURRENCY = env_int("CELERY_WORKER_CONCURRENCY", 2, minimum=1)
+# Generations the gpu workers run at once, all of them together: a question with generation is
+# refused (503) when it would wait longer than ANSWER_QUEUE_TIMEOUT for one (apps/answers/admission.py;
+# 0: no such check).
+GENERATION_SLOTS = env_int("RAGKG_GENERATION_SLOTS", CELERY_WORKER_CONCURRENCY, minimum=0)
 # Queues the locally started worker consumes (a GPU machine runs its own `gpu` worker).
 WORKER_QUEUES = env_list("RAGKG_WORKER_QUEUES", ["ingest", "gpu"])
 _unknown_queues = set(WORKER_QUEUES) - {"ingest", "gpu"}

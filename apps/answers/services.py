@@ -19,11 +19,11 @@ from neo4j.exceptions import Neo4jError, ServiceUnavailable, SessionExpired
 from redis import RedisError
 
 from apps.answers import streams
+from apps.answers.admission import generation_admit
 from apps.answers.models import Answer
 from apps.answers.pipeline import RetrievalParams, RetrievalTools, retrieve
 from apps.answers.scope import Scope
 from apps.answers.types import STAGES, AnswerError, Retrieval
-from apps.core.admission import queue_admit
 from apps.ledger.services import knowledge_stand
 from apps.observability.metrics import answers_count, generation_observe
 from apps.observability.tracing import request_span
@@ -222,10 +222,11 @@ def answer_start(
     params: RetrievalParams,
 ) -> Answer:
     """Retrieve, record, and queue the generation; the returned answer is ``done`` or ``retrieved``.
-    A full generation queue raises Busy first (``queue_admit``), before retrieval. Nothing found
-    (an empty scope included) fails the answer with NOTHING_FOUND, no generation queued."""
+    A full generation queue, or too long a wait for a worker, raises Busy first (``generation_admit``),
+    before retrieval. Nothing found (an empty scope included) fails the answer with NOTHING_FOUND, no
+    generation queued."""
     if generate:  # before anything is recorded: a refused question leaves no answer behind
-        queue_admit(settings.ANSWER_GENERATION_QUEUE, limit=settings.MAX_GPU_QUEUE, what="answer generation queue full")
+        generation_admit()
     with request_span("ask", mode=mode, generate=generate):
         retrieval = answer_retrieve(question=question, collections=collections, tools=tools, params=params)
         answer = answer_record(

@@ -1,6 +1,6 @@
 """Admission control: refuse work the server cannot take now with a clear 503, instead of queueing it.
 
-Two checks, both cheap:
+Two checks here, both cheap:
 
 * ``InflightLimit``: how many expensive requests (``expensive``: asks, question posts, uploads)
   one web process runs at once (``RAGKG_MAX_INFLIGHT``). A request over the limit is refused at
@@ -10,7 +10,10 @@ Two checks, both cheap:
   generation or an ingestion job is queued (``RAGKG_MAX_GPU_QUEUE``, ``RAGKG_MAX_INGEST_QUEUE``).
   It runs before anything is recorded, so a refused request leaves no Answer or job behind.
 
-Both raise or answer ``Busy``; the middleware turns it into a 503 (JSON for ``/api/``, the 503
+``apps.answers.admission`` adds a third for questions with generation: the wait a new one would
+have for a generation slot, estimated from the running generations and the recent ones' length.
+
+All raise or answer ``Busy``; the middleware turns it into a 503 (JSON for ``/api/``, the 503
 page otherwise) with ``Retry-After``.
 """
 
@@ -19,6 +22,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
+from typing import NoReturn
 
 import redis
 from django.conf import settings
@@ -100,17 +104,23 @@ def queue_admit(
     limit: int,
     what: str,
     client_of: Callable[[], redis.Redis[bytes]] | None = None,
-) -> None:
-    """Raise Busy when ``queue`` already holds ``limit`` messages or more (0: no limit). An unreachable
-    Redis admits: queueing then fails with the broker's own clear message."""
+) -> int:
+    """Raise Busy when ``queue`` already holds ``limit`` messages or more (0: no limit); else return
+    the depth (0 when there is no limit). An unreachable Redis admits (depth 0): queueing then fails
+    with the broker's own clear message."""
     if not limit:
-        return
+        return 0
     try:
         depth = queue_depth((client_of or broker_client)(), queue)
     except (RedisError, OSError) as exc:
         logger.warning("queue depth of %r unknown (%s); admitting", queue, exc)
-        return
+        return 0
     if depth >= limit:
-        retry = settings.SHED_RETRY_AFTER
-        reason = f"queue {queue!r} holds {depth} (limit {limit})"
-        raise Busy(busy_message(what, retry), retry_after=retry, reason=reason)
+        busy_raise(what, reason=f"queue {queue!r} holds {depth} (limit {limit})")
+    return depth
+
+
+def busy_raise(what: str, *, reason: str) -> NoReturn:
+    """Refuse the request: Busy with the user's sentence and ``SHED_RETRY_AFTER``."""
+    retry = settings.SHED_RETRY_AFTER
+    raise Busy(busy_message(what, retry), retry_after=retry, reason=reason)

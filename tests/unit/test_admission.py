@@ -76,7 +76,7 @@ def test_the_depth_counts_the_plain_and_the_prioritised_lists() -> None:
 
 def test_a_full_queue_is_refused_with_retry_after(settings: SettingsWrapper) -> None:
     settings.SHED_RETRY_AFTER = 12
-    queue_admit("gpu", limit=3, what="q", client_of=fake({"gpu": 2}))  # room for one more
+    assert queue_admit("gpu", limit=3, what="q", client_of=fake({"gpu": 2})) == 2  # room for one more
     with pytest.raises(Busy) as refused:
         queue_admit("gpu", limit=3, what="answer generation queue full", client_of=fake({"gpu": 3}))
     assert refused.value.retry_after == 12
@@ -87,8 +87,8 @@ def test_a_full_queue_is_refused_with_retry_after(settings: SettingsWrapper) -> 
 
 
 def test_no_limit_or_an_unreachable_redis_admits() -> None:
-    queue_admit("gpu", limit=0, what="q", client_of=fake({"gpu": 1000}))
-    queue_admit("gpu", limit=1, what="q", client_of=fake(down=True))
+    assert queue_admit("gpu", limit=0, what="q", client_of=fake({"gpu": 1000})) == 0
+    assert queue_admit("gpu", limit=1, what="q", client_of=fake(down=True)) == 0
 
 
 def blocking_view(started: threading.Event, release: threading.Event) -> Any:
