@@ -5,12 +5,14 @@ NO_WORKER after that wait, so admitting it only to fail it later helps no one. B
 ``generation_admit`` estimates the wait a new question would have:
 
 * ``running``: answers a worker is generating now (state ``generating``, asked within the last
-  ``ANSWER_QUEUE_TIMEOUT + ANSWER_GENERATION_TIMEOUT`` s, so one left by a dead worker is not counted);
+  ``ANSWER_QUEUE_TIMEOUT + ANSWER_GENERATION_TIMEOUT`` s, so one left by a dead worker is not counted),
+  and the running ingestion jobs when the locally started worker serves both queues (its processes
+  run either);
 * ``waiting``: the messages in the generation queue (``queue_admit``'s depth);
 * ``slots``: generations the workers run at once (``RAGKG_GENERATION_SLOTS``, by default
   ``CELERY_WORKER_CONCURRENCY``; 0 turns this check off);
-* ``typical``: the median generation time of the last ``RECENT`` answers done within ``RECENT_WINDOW``
-  (no estimate, so no refusal, until there is one).
+* ``typical``: the median time the last ``RECENT`` answers done within ``RECENT_WINDOW`` kept their
+  worker, generation and token attribution (no estimate, so no refusal, until there is one).
 
 While a slot is free the wait is 0. Otherwise the new question starts once ``waiting + running -
 slots + 1`` generations have ended, ``slots`` at a time, the running ones half done on average:
@@ -27,6 +29,7 @@ from django.utils import timezone
 
 from apps.answers.models import Answer
 from apps.core.admission import busy_raise, queue_admit
+from apps.ingest.models import IngestJob
 
 RECENT = 8
 RECENT_WINDOW = timedelta(hours=1)
@@ -34,25 +37,45 @@ WHAT_QUEUE = "answer generation queue full"
 WHAT_WAIT = "answer generation busy: a new question would wait about {seconds:.0f} s for a worker"
 
 
+def worker_seconds(timings: object) -> float | None:
+    """How long an answer's generation task kept its worker process: generation and token attribution."""
+    if not isinstance(timings, dict):
+        return None
+    generation, attribution = timings.get("generation"), timings.get("attribution", 0)
+    if not isinstance(generation, (int, float)):
+        return None
+    return (float(generation) + (float(attribution) if isinstance(attribution, (int, float)) else 0.0)) / 1000
+
+
 def generation_typical_seconds() -> float | None:
-    """The median generation time of the latest answers done within RECENT_WINDOW, or None."""
+    """The median worker time (``worker_seconds``) of the latest answers done within RECENT_WINDOW, or None."""
     recent = (
         Answer.objects.filter(state=Answer.DONE, generate=True, finished_at__gte=timezone.now() - RECENT_WINDOW)
         .order_by("-finished_at")
         .values_list("timings_ms", flat=True)[:RECENT]
     )
-    seconds = [
-        float(timings["generation"]) / 1000
-        for timings in recent
-        if isinstance(timings, dict) and isinstance(timings.get("generation"), (int, float))
-    ]
+    seconds = [value for value in map(worker_seconds, recent) if value is not None]
     return statistics.median(seconds) if seconds else None
 
 
+def worker_shared() -> bool:
+    """Whether the locally started worker consumes both the ingest and the generation queue, so that
+    its processes are taken by ingestion jobs as well as by generations."""
+    return "celery" in settings.MANAGED_SERVICES and {"ingest", settings.ANSWER_GENERATION_QUEUE} <= set(
+        settings.WORKER_QUEUES
+    )
+
+
 def generation_running() -> int:
-    """Answers being generated now (a dead worker's are left out once they cannot be running)."""
+    """Slots taken now: answers being generated, and running ingestion jobs when the worker is shared
+    (``worker_shared``). One left by a dead worker stops counting once it cannot be running any more."""
+    now = timezone.now()
     window = timedelta(seconds=settings.ANSWER_QUEUE_TIMEOUT + settings.ANSWER_GENERATION_TIMEOUT)
-    return Answer.objects.filter(state=Answer.GENERATING, created_at__gte=timezone.now() - window).count()
+    running = Answer.objects.filter(state=Answer.GENERATING, created_at__gte=now - window).count()
+    if worker_shared():
+        since = now - timedelta(seconds=settings.CELERY_TASK_TIME_LIMIT)
+        running += IngestJob.objects.filter(state=IngestJob.RUNNING, started_at__gte=since).count()
+    return running
 
 
 def generation_wait(*, waiting: int, running: int, slots: int, typical: float) -> float:

@@ -16,20 +16,22 @@ from apps.answers.admission import (
     generation_running,
     generation_typical_seconds,
     generation_wait,
+    worker_seconds,
 )
 from apps.answers.models import Answer
 from apps.answers.pipeline import RetrievalParams
 from apps.core import admission
 from apps.core.admission import Busy
+from apps.ingest.models import IngestJob
 from tests.unit.test_admission import fake
 
 pytestmark = pytest.mark.django_db
 
 
 def done(seconds: float, *, age: timedelta = timedelta(0), generate: bool = True) -> Answer:
-    answer = Answer.objects.create(
-        question="q", generate=generate, state=Answer.DONE, timings_ms={"generation": seconds * 1000}
-    )
+    """An answer done ``age`` ago whose generation and attribution took ``seconds`` together."""
+    timings = {"retrieval": 900.0, "queue": 5000.0, "generation": seconds * 750, "attribution": seconds * 250}
+    answer = Answer.objects.create(question="q", generate=generate, state=Answer.DONE, timings_ms=timings)
     Answer.objects.filter(pk=answer.pk).update(finished_at=timezone.now() - age)
     return answer
 
@@ -51,18 +53,39 @@ def test_the_typical_time_is_the_median_of_the_latest_answers_done_within_the_ho
     assert generation_typical_seconds() is None
     for seconds in (10, 20, 90):
         done(seconds)
+    without_attribution = Answer.objects.create(
+        question="q", state=Answer.DONE, timings_ms={"generation": 30_000.0}, finished_at=timezone.now()
+    )
+    assert worker_seconds(without_attribution.timings_ms) == 30
+    assert worker_seconds({"retrieval": 10}) is None
     done(500, age=timedelta(hours=2))  # too old to say what a generation takes now
     done(700, generate=False)  # retrieval only: no generation
     Answer.objects.create(question="q", state=Answer.FAILED, timings_ms={"generation": 900_000})
-    assert generation_typical_seconds() == 20
+    assert generation_typical_seconds() == 25  # of 10, 20, 30 and 90
 
 
 def test_running_counts_generating_answers_a_live_worker_may_still_hold(settings: SettingsWrapper) -> None:
     settings.ANSWER_QUEUE_TIMEOUT, settings.ANSWER_GENERATION_TIMEOUT = 15, 120
+    settings.WORKER_QUEUES = ["gpu"]
     generating(2)
     generating(1, age=timedelta(seconds=200))  # its worker died long ago
     Answer.objects.create(question="q", state=Answer.RETRIEVED)
+    IngestJob.objects.create(collection="lab", state=IngestJob.RUNNING, started_at=timezone.now())
     assert generation_running() == 2
+
+
+def test_running_ingestion_jobs_take_slots_of_a_worker_that_serves_both_queues(settings: SettingsWrapper) -> None:
+    settings.MANAGED_SERVICES = ["neo4j", "redis", "celery", "web"]
+    settings.WORKER_QUEUES = ["ingest", settings.ANSWER_GENERATION_QUEUE]
+    settings.CELERY_TASK_TIME_LIMIT = 1800
+    generating(1)
+    now = timezone.now()
+    IngestJob.objects.create(collection="lab", state=IngestJob.RUNNING, started_at=now)
+    IngestJob.objects.create(collection="lab", state=IngestJob.RUNNING, started_at=now - timedelta(hours=1))
+    IngestJob.objects.create(collection="lab", state=IngestJob.QUEUED)
+    assert generation_running() == 2  # the hour-old job outlived the task time limit: its worker is gone
+    settings.MANAGED_SERVICES = ["neo4j", "redis", "web"]  # the workers run elsewhere, their queues unknown
+    assert generation_running() == 1
 
 
 def test_a_question_that_would_wait_too_long_is_refused_before_anything_is_recorded(
