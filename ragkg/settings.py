@@ -286,6 +286,9 @@ INGEST_MAX_IMAGE_PIXELS = env_int("INGEST_MAX_IMAGE_PIXELS", 40_000_000, minimum
 INGEST_MAX_ZIP_MEMBERS = env_int("INGEST_MAX_ZIP_MEMBERS", 2000, minimum=1)
 INGEST_MAX_ZIP_BYTES = env_int("INGEST_MAX_ZIP_BYTES", 500 * 1024 * 1024, minimum=1)
 INGEST_MAX_TABLE_ROWS = env_int("INGEST_MAX_TABLE_ROWS", 200_000, minimum=1)
+# Days the files of a failed upload are kept for a retry after its job ended; the beat deletes them
+# hourly after that (0: kept until retried).
+INGEST_KEEP_FAILED_DAYS = env_int("INGEST_KEEP_FAILED_DAYS", 30, minimum=0)
 # Documents parsed, analysed and written to the graph together (one Neo4j transaction).
 INGEST_BATCH_SIZE = env_int("INGEST_BATCH_SIZE", 64, minimum=1)
 # Helper processes running entity extraction for each ingesting worker process (0: in the
@@ -417,6 +420,17 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": 60.0,
         "options": {"queue": "ingest", "expires": 60.0},
     },
+    **(
+        {
+            "ingest-expire-failed": {
+                "task": "ingest.expire_failed_uploads",
+                "schedule": 3600.0,
+                "options": {"queue": "ingest", "expires": 3600.0},
+            }
+        }
+        if INGEST_KEEP_FAILED_DAYS
+        else {}
+    ),
     **(
         {
             "ledger-anchor": {

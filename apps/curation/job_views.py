@@ -7,6 +7,7 @@ curator sees only the jobs of collections they can read."""
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.contrib import messages
 from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse
@@ -20,7 +21,7 @@ from apps.accounts.roles import CURATOR, role_required
 from apps.core.http import HtmxHttpRequest
 from apps.curation.forms import RetryForm, UploadForm, errors_text
 from apps.curation.views import documents_response
-from apps.ingest.jobs import RetryRefused, job_retry, retryable_files
+from apps.ingest.jobs import RetryRefused, job_retry, kept_until, retryable_files
 from apps.ingest.models import IngestJob
 from apps.ingest.selectors import jobs_readable
 from apps.ingest.uploads import UploadRefused, actor_of, uploads_submit
@@ -70,7 +71,12 @@ def jobs(request: HtmxHttpRequest) -> HttpResponse:
     )
     listed: list[IngestJob] = list(page.object_list)
     rows = [{"job": job, "retryable": _retryable(job)} for job in listed]
-    context = {"page": page, "rows": rows, "live": any(not job.finished for job in listed)}
+    context = {
+        "page": page,
+        "rows": rows,
+        "live": any(not job.finished for job in listed),
+        "keep_days": settings.INGEST_KEEP_FAILED_DAYS,
+    }
     template = "curation/jobs.html#jobs" if request.htmx else "curation/jobs.html"
     return render(request, template, context)
 
@@ -81,7 +87,13 @@ def job_detail(request: HtmxHttpRequest, job_id: str) -> HttpResponse:
     """One job's live progress (htmx polls the ``live`` partial until it ends; without JavaScript
     the page has a refresh link), its per-file outcomes and the retry of its failed files."""
     job = _job(request, str(job_id))
-    context = {"job": job, "retryable": _retryable(job), "embedded": True}
+    context = {
+        "job": job,
+        "retryable": _retryable(job),
+        "kept_until": kept_until(job),
+        "expired": sum("expired" in item for item in job.files),
+        "embedded": True,
+    }
     template = "curation/job.html#live" if request.htmx else "curation/job.html"
     return render(request, template, context)
 

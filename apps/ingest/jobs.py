@@ -5,17 +5,21 @@ nothing; a job whose worker died is retried up to INGEST_JOB_MAX_ATTEMPTS.
 
 Retention: a finished job deletes the stored uploads of the files that went in and keeps those of
 the files that failed (all of them when the job crashed), so ``job_retry`` can queue them again as
-a new job, which takes them over.
+a new job, which takes them over. Kept files not retried within ``INGEST_KEEP_FAILED_DAYS`` of the
+job's end are deleted by ``failed_uploads_expire`` (the beat runs it hourly).
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
+import logging
 import shutil
 import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict
+from datetime import datetime, timedelta
 from pathlib import Path
 
 from django.conf import settings
@@ -31,6 +35,8 @@ from apps.core.dependencies import REDIS, DependencyUnavailable, fix_for
 from apps.ingest.extraction import EntityExtractor
 from apps.ingest.models import IngestJob
 from apps.ingest.services import FAILED, FileOutcome, uploads_ingest
+
+logger = logging.getLogger(__name__)
 
 
 class RetryRefused(ValueError):
@@ -188,7 +194,9 @@ def retryable_files(job: IngestJob) -> list[int]:
     if job.state != IngestJob.FAILED:
         return []
     return [
-        number for number, item in enumerate(job.files) if "retried_as" not in item and Path(item["stored"]).is_file()
+        number
+        for number, item in enumerate(job.files)
+        if "retried_as" not in item and "expired" not in item and Path(item["stored"]).is_file()
     ]
 
 
@@ -214,6 +222,37 @@ def job_retry(
         IngestJob.objects.filter(id=job.id).update(files=files)
         transaction.on_commit(lambda: _unlink([job.files[n]["stored"] for n in chosen]))
     return retry
+
+
+def kept_until(job: IngestJob) -> datetime | None:
+    """When a failed job's kept files are deleted if not retried (None: kept until retried)."""
+    if job.finished_at is None or not settings.INGEST_KEEP_FAILED_DAYS:
+        return None
+    return job.finished_at + timedelta(days=settings.INGEST_KEEP_FAILED_DAYS)
+
+
+def failed_uploads_expire() -> int:
+    """Delete the kept files of failed jobs that ended more than ``INGEST_KEEP_FAILED_DAYS`` ago and were
+    not retried; each is marked ``expired`` (the date) in its job. Returns how many files were deleted."""
+    if not settings.INGEST_KEEP_FAILED_DAYS:
+        return 0
+    cutoff = timezone.now() - timedelta(days=settings.INGEST_KEEP_FAILED_DAYS)
+    deleted = 0
+    for job_id in IngestJob.objects.filter(state=IngestJob.FAILED, finished_at__lt=cutoff).values_list("id", flat=True):
+        with transaction.atomic():
+            job = IngestJob.objects.select_for_update().get(id=job_id)
+            numbers = retryable_files(job)
+            if not numbers:
+                continue
+            files = [dict(item) for item in job.files]
+            for n in numbers:
+                files[n]["expired"] = timezone.now().date().isoformat()
+            IngestJob.objects.filter(id=job.id).update(files=files)
+            paths = [job.files[n]["stored"] for n in numbers]
+            transaction.on_commit(functools.partial(_unlink, paths))
+        deleted += len(numbers)
+        logger.info("job %s: %d kept file(s) of a failed upload expired, deleted", job_id, len(numbers))
+    return deleted
 
 
 def _unlink(paths: Sequence[str]) -> None:

@@ -9,7 +9,7 @@ from celery import Task, shared_task
 from django.db.models import F
 
 from apps.graph.driver import get_driver
-from apps.ingest.jobs import job_claim, job_fail, job_run
+from apps.ingest.jobs import failed_uploads_expire, job_claim, job_fail, job_run
 from apps.ingest.services import default_extractor
 
 logger = logging.getLogger(__name__)
@@ -42,3 +42,9 @@ def run_ingest_job(self: Task, job_id: str) -> str:  # type: ignore[type-arg]
         job_fail(job_id=job_id, error=f"internal error: {type(exc).__name__}: {exc}")
         return "failed"
     return job.state
+
+
+@shared_task(name="ingest.expire_failed_uploads", ignore_result=True)
+def expire_failed_uploads() -> int:
+    """Beat task: delete the kept files of failed uploads older than INGEST_KEEP_FAILED_DAYS."""
+    return failed_uploads_expire()

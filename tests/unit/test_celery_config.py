@@ -36,7 +36,7 @@ print(json.dumps({"schedule": settings.CELERY_BEAT_SCHEDULE, "command": services
 """
 
 
-def _beat(interval: str) -> dict[str, object]:
+def _beat(interval: str, keep_failed_days: str = "30") -> dict[str, object]:
     import json
     import os
     import subprocess
@@ -44,7 +44,7 @@ def _beat(interval: str) -> dict[str, object]:
 
     from tests.support import BASE_DIR
 
-    env = {**os.environ, "LEDGER_ANCHOR_INTERVAL": interval}
+    env = {**os.environ, "LEDGER_ANCHOR_INTERVAL": interval, "INGEST_KEEP_FAILED_DAYS": keep_failed_days}
     result = subprocess.run(
         [sys.executable, "-c", BEAT_PROBE], cwd=BASE_DIR, env=env, capture_output=True, text=True, timeout=120
     )
@@ -53,15 +53,18 @@ def _beat(interval: str) -> dict[str, object]:
 
 
 UNFINISHED = {"task": "answers.fail_unfinished", "schedule": 60.0, "options": {"queue": "ingest", "expires": 60.0}}
+EXPIRE = {"task": "ingest.expire_failed_uploads", "schedule": 3600.0, "options": {"queue": "ingest", "expires": 3600.0}}
 
 
 def test_the_worker_runs_the_beat_with_anchoring_when_an_interval_is_set() -> None:
     on = _beat("30")
     assert on["schedule"] == {
         "answers-unfinished": UNFINISHED,
+        "ingest-expire-failed": EXPIRE,
         "ledger-anchor": {"task": "ledger.anchor", "schedule": 30.0, "options": {"queue": "ingest", "expires": 30.0}},
     }
     for probe in (on, _beat("0")):
         command = list(probe["command"])  # type: ignore[call-overload]
         assert "-B" in command and command[command.index("-s") + 1].endswith("run/celerybeat-schedule")
-    assert _beat("0")["schedule"] == {"answers-unfinished": UNFINISHED}
+    assert _beat("0")["schedule"] == {"answers-unfinished": UNFINISHED, "ingest-expire-failed": EXPIRE}
+    assert _beat("0", keep_failed_days="0")["schedule"] == {"answers-unfinished": UNFINISHED}

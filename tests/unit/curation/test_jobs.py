@@ -3,16 +3,19 @@ the live progress (htmx partial, refresh link without JavaScript), per-file erro
 
 from __future__ import annotations
 
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
 from django.contrib.auth.models import User
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
+from django.utils import timezone
+from pytest_django.fixtures import DjangoCaptureOnCommitCallbacks
 from pytest_django.fixtures import Settings as SettingsWrapper
 
 from apps.accounts.models import Collection
-from apps.ingest.jobs import job_claim, job_create, job_finish
+from apps.ingest.jobs import failed_uploads_expire, job_claim, job_create, job_finish
 from apps.ingest.models import IngestJob
 from apps.ingest.services import FileOutcome
 
@@ -127,6 +130,28 @@ def test_the_job_partial_stops_polling_when_the_job_ends(curator: Client, lab: N
     job_finish(job_id=str(job.id), outcomes=[FileOutcome("a.txt", "created", "d1", {"chunks": 1})])
     done = curator.get(url, headers={"hx-request": "true"}).content.decode()
     assert "hx-trigger" not in done and "Done:" in done
+
+
+def test_the_job_page_says_how_long_failed_files_are_kept_and_when_they_expired(
+    curator: Client,
+    lab: None,
+    settings: SettingsWrapper,
+    django_capture_on_commit_callbacks: DjangoCaptureOnCommitCallbacks,
+) -> None:
+    settings.INGEST_KEEP_FAILED_DAYS = 30
+    job = failed_job("lab")
+    assert "for 30 days after its job" in curator.get("/curation/jobs/").content.decode()
+    assert job.finished_at is not None
+    until = (job.finished_at + timedelta(days=30)).strftime("%Y-%m-%d %H:%M")
+    kept = curator.get(f"/curation/jobs/{job.id}/").content.decode()
+    assert f"until {until}" in kept and "Retry the chosen files" in kept
+    IngestJob.objects.filter(id=job.id).update(finished_at=timezone.now() - timedelta(days=31))
+    with django_capture_on_commit_callbacks(execute=True):
+        assert failed_uploads_expire() == 1
+    expired = curator.get(f"/curation/jobs/{job.id}/").content.decode()
+    assert "Retry the chosen files" not in expired
+    assert "No failed file of this job is left to retry (1 kept file not retried in time, deleted)" in expired
+    assert curator.post(f"/curation/jobs/{job.id}/retry/", follow=True).content.decode().count("no failed files left")
 
 
 def test_a_job_of_an_unreadable_collection_is_404(curator: Client, lab: None) -> None:

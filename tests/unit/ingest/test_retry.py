@@ -2,13 +2,25 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
+from django.utils import timezone
 from pytest_django.fixtures import DjangoCaptureOnCommitCallbacks
 from pytest_django.fixtures import Settings as SettingsWrapper
 
-from apps.ingest.jobs import RetryRefused, failed_uploads, job_claim, job_create, job_finish, job_retry, retryable_files
+from apps.ingest.jobs import (
+    RetryRefused,
+    failed_uploads,
+    failed_uploads_expire,
+    job_claim,
+    job_create,
+    job_finish,
+    job_retry,
+    kept_until,
+    retryable_files,
+)
 from apps.ingest.models import IngestJob
 from apps.ingest.services import FileOutcome
 
@@ -99,3 +111,38 @@ def test_a_crashed_job_keeps_every_file_for_a_retry() -> None:
     job_fail(job_id=str(job.id), error="internal error")
     job.refresh_from_db()
     assert retryable_files(job) == [0, 1]
+
+
+def _ended(job: IngestJob, days_ago: float) -> IngestJob:
+    IngestJob.objects.filter(id=job.id).update(finished_at=timezone.now() - timedelta(days=days_ago))
+    return IngestJob.objects.get(id=job.id)
+
+
+def test_kept_files_not_retried_in_time_are_deleted_and_marked(
+    settings: SettingsWrapper, django_capture_on_commit_callbacks: DjangoCaptureOnCommitCallbacks
+) -> None:
+    settings.INGEST_KEEP_FAILED_DAYS = 30
+    old = _ended(_finished([GOOD, BAD], [("good.txt", b"Ada"), ("bad.pdf", b"%PDF-old")]), 31)
+    recent = _ended(_finished([BAD], [("bad.pdf", b"%PDF-recent")]), 29)
+    retried = _ended(_finished([BAD], [("bad.pdf", b"%PDF-retried")]), 40)
+    taken_over = [{**retried.files[0], "retried_as": "a later job"}]  # as job_retry marks it
+    IngestJob.objects.filter(id=retried.id).update(files=taken_over)
+    assert recent.finished_at is not None and kept_until(recent) == recent.finished_at + timedelta(days=30)
+    with django_capture_on_commit_callbacks(execute=True):
+        assert failed_uploads_expire() == 1
+    old.refresh_from_db()
+    assert _stored(old) == [False, False] and old.files[1]["expired"] == timezone.now().date().isoformat()
+    assert not Path(old.files[1]["stored"]).parent.exists()
+    assert retryable_files(old) == []
+    assert _stored(_ended(recent, 29)) == [True] and retryable_files(recent) == [0]
+    assert "expired" not in IngestJob.objects.get(id=retried.id).files[0]  # its retry took the file over
+    assert _stored(retried) == [True]  # the later job's business, not the expiry's
+    with django_capture_on_commit_callbacks(execute=True):
+        assert failed_uploads_expire() == 0  # nothing left to expire
+
+
+def test_zero_days_keeps_failed_files_until_they_are_retried(settings: SettingsWrapper) -> None:
+    settings.INGEST_KEEP_FAILED_DAYS = 0
+    job = _ended(_finished([BAD], [("bad.pdf", b"%PDF-1")]), 3650)
+    assert failed_uploads_expire() == 0 and kept_until(job) is None
+    assert _stored(job) == [True] and retryable_files(job) == [0]
