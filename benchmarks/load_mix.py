@@ -333,10 +333,11 @@ def run_steps(
     }
 
 
-def warm(client: Client, processes: int, *, timeout: float = 300.0, rounds: int = 6) -> list[str]:
-    """Load the models in every web process and the generator in the worker: rounds of
-    ``processes`` retrieval-only asks at once until a whole round answers within 10 s, then one
-    full ask (a generous timeout: the first request of a process loads its models)."""
+def warm(client: Client, processes: int, generators: int, *, timeout: float = 300.0, rounds: int = 6) -> list[str]:
+    """Load the models in every web process and the generator in every worker process: rounds of
+    ``processes`` retrieval-only asks at once until a whole round answers within 10 s, then
+    ``generators`` full asks at once, one per worker process (a generous timeout: the first request
+    of a process loads its models)."""
     began = time.perf_counter()
     kept, client.timeout = client.timeout, timeout
     seen: list[str] = []
@@ -351,8 +352,13 @@ def warm(client: Client, processes: int, *, timeout: float = 300.0, rounds: int 
                 seen += [f"{r.kind}:{r.outcome}:{r.seconds:.1f}s" for r in done]
                 if all(r.outcome == ANSWERED and r.seconds < 10 for r in done):
                     break
-        full = one(client, Result(kind="ask_full", step=-1, scheduled_at=round(time.perf_counter() - began, 3)), began)
-        seen.append(f"ask_full:{full.outcome}:{full.seconds:.1f}s{':' + full.detail if full.detail else ''}")
+        with ThreadPoolExecutor(max_workers=generators) as pool:
+            batch = [
+                Result(kind="ask_full", step=-1, scheduled_at=round(time.perf_counter() - began, 3))
+                for _ in range(generators)
+            ]
+            for full in pool.map(lambda r: one(client, r, began), batch):
+                seen.append(f"ask_full:{full.outcome}:{full.seconds:.1f}s{':' + full.detail if full.detail else ''}")
     finally:
         client.timeout = kept
     return seen
@@ -445,7 +451,7 @@ def main() -> int:
         corpus = corpus_ensure(data_dir, passages)
     client = Client(base, timeout=args.timeout, questions=questions_from(data_dir, passages))
     warm_started = time.perf_counter()
-    warm_up = warm(client, settings.WEB_WORKERS)
+    warm_up = warm(client, settings.WEB_WORKERS, settings.CELERY_WORKER_CONCURRENCY)
     log(f"warm-up in {time.perf_counter() - warm_started:.0f} s: {warm_up}")
     since = timezone.now()
     run = run_steps(
