@@ -216,12 +216,18 @@ def job_retry(
             raise RetryRefused("This job has no failed files left to retry.")
         uploads = [(job.files[n]["name"], Path(job.files[n]["stored"]).read_bytes()) for n in chosen]
         retry = job_create(collection=job.collection, uploads=uploads, owner=owner, actor=actor, retry_of=job)
-        files = [dict(item) for item in job.files]
-        for n in chosen:
-            files[n]["retried_as"] = str(retry.id)
-        IngestJob.objects.filter(id=job.id).update(files=files)
-        transaction.on_commit(lambda: _unlink([job.files[n]["stored"] for n in chosen]))
+        _files_release(job, chosen, mark={"retried_as": str(retry.id)})
     return retry
+
+
+def _files_release(job: IngestJob, numbers: Sequence[int], *, mark: dict[str, str]) -> None:
+    """Inside the caller's transaction: mark the job's kept files at ``numbers`` (no longer its to retry)
+    and delete them once the transaction commits."""
+    files = [dict(item) for item in job.files]
+    for n in numbers:
+        files[n].update(mark)
+    IngestJob.objects.filter(id=job.id).update(files=files)
+    transaction.on_commit(functools.partial(_unlink, [job.files[n]["stored"] for n in numbers]))
 
 
 def kept_until(job: IngestJob) -> datetime | None:
@@ -236,7 +242,8 @@ def failed_uploads_expire() -> int:
     not retried; each is marked ``expired`` (the date) in its job. Returns how many files were deleted."""
     if not settings.INGEST_KEEP_FAILED_DAYS:
         return 0
-    cutoff = timezone.now() - timedelta(days=settings.INGEST_KEEP_FAILED_DAYS)
+    now = timezone.now()
+    cutoff = now - timedelta(days=settings.INGEST_KEEP_FAILED_DAYS)
     deleted = 0
     for job_id in IngestJob.objects.filter(state=IngestJob.FAILED, finished_at__lt=cutoff).values_list("id", flat=True):
         with transaction.atomic():
@@ -244,12 +251,7 @@ def failed_uploads_expire() -> int:
             numbers = retryable_files(job)
             if not numbers:
                 continue
-            files = [dict(item) for item in job.files]
-            for n in numbers:
-                files[n]["expired"] = timezone.now().date().isoformat()
-            IngestJob.objects.filter(id=job.id).update(files=files)
-            paths = [job.files[n]["stored"] for n in numbers]
-            transaction.on_commit(functools.partial(_unlink, paths))
+            _files_release(job, numbers, mark={"expired": now.date().isoformat()})
         deleted += len(numbers)
         logger.info("job %s: %d kept file(s) of a failed upload expired, deleted", job_id, len(numbers))
     return deleted

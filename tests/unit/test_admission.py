@@ -177,14 +177,10 @@ def test_busy_raised_by_a_view_is_a_503_page_or_json(client: Client) -> None:
     assert api.status_code == 503 and api["Retry-After"] == "7" and api.json()["error"] == "busy"
 
 
-@pytest.mark.django_db
-def test_a_generation_refused_for_a_full_queue_records_no_answer(
-    settings: SettingsWrapper, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    settings.MAX_GPU_QUEUE = 2
-    monkeypatch.setattr(admission, "broker_client", fake({settings.ANSWER_GENERATION_QUEUE: 2}))
-    monkeypatch.setattr(services, "answer_retrieve", lambda **kw: pytest.fail("no retrieval when the queue is full"))
-    with pytest.raises(Busy):
+def refused_before_retrieval(monkeypatch: pytest.MonkeyPatch) -> Busy:
+    """Ask a question with generation that admission must refuse before retrieval; the Busy it raised."""
+    monkeypatch.setattr(services, "answer_retrieve", lambda **kw: pytest.fail("no retrieval when refused"))
+    with pytest.raises(Busy) as refused:
         services.answer_start(
             question="Who was Ada?",
             collections=[],
@@ -194,6 +190,16 @@ def test_a_generation_refused_for_a_full_queue_records_no_answer(
             tools=None,  # type: ignore[arg-type]
             params=RetrievalParams(),
         )
+    return refused.value
+
+
+@pytest.mark.django_db
+def test_a_generation_refused_for_a_full_queue_records_no_answer(
+    settings: SettingsWrapper, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    settings.MAX_GPU_QUEUE = 2
+    monkeypatch.setattr(admission, "broker_client", fake({settings.ANSWER_GENERATION_QUEUE: 2}))
+    refused_before_retrieval(monkeypatch)
     assert not Answer.objects.exists()
 
 

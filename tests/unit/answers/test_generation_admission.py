@@ -10,7 +10,6 @@ from django.utils import timezone
 from pytest_django.fixtures import Settings as SettingsWrapper
 
 from apps.answers import admission as answers_admission
-from apps.answers import services
 from apps.answers.admission import (
     generation_admit,
     generation_running,
@@ -19,11 +18,10 @@ from apps.answers.admission import (
     worker_seconds,
 )
 from apps.answers.models import Answer
-from apps.answers.pipeline import RetrievalParams
 from apps.core import admission
 from apps.core.admission import Busy
 from apps.ingest.models import IngestJob
-from tests.unit.test_admission import fake
+from tests.unit.test_admission import fake, refused_before_retrieval
 
 pytestmark = pytest.mark.django_db
 
@@ -97,22 +95,12 @@ def test_a_question_that_would_wait_too_long_is_refused_before_anything_is_recor
     done(40)
     generating(2)
     before = Answer.objects.count()
-    monkeypatch.setattr(services, "answer_retrieve", lambda **kw: pytest.fail("no retrieval when refused"))
-    with pytest.raises(Busy) as refused:
-        services.answer_start(
-            question="Who was Ada?",
-            collections=[],
-            generate=True,
-            mode="graph",
-            user=None,
-            tools=None,  # type: ignore[arg-type]
-            params=RetrievalParams(),
-        )
-    assert refused.value.message == (
+    refused = refused_before_retrieval(monkeypatch)
+    assert refused.message == (
         "The server is busy (answer generation busy: a new question would wait about 30 s for a worker); "
         "nothing was recorded. Please retry in 10 s."
     )
-    assert "2 generating, 1 waiting, 2 slots, 40.0 s a generation" in refused.value.reason
+    assert "2 generating, 1 waiting, 2 slots, 40.0 s a generation" in refused.reason
     assert Answer.objects.count() == before
 
 
