@@ -1,24 +1,37 @@
 """Sentence-level citations derived from the token scores.
 
 The model's own bracket markers ("[2]") are removed: a citation is only what attribution
-supports. Each sentence of the answer then cites the source with the most attribution mass
-over its tokens, and any other source with at least ``share`` of that mass (at most
-``limit``), as "[n]" markers before the sentence's final punctuation.
+supports. The answer is cut into sentences and list items (``apps.provenance.sentences``); each
+cites, as "[n]" markers before its final punctuation, the sources that carry its attribution
+mass (the scores of its tokens summed per source):
+
+- a source is cited only with at least ``min_share`` of the sentence's total mass, so a sentence
+  whose mass is spread thinly over many sources cites none;
+- first comes the source that tints most of the sentence's tokens on the audit page (each token
+  takes the colour of its best unit's source), so markers and colours never disagree; if that
+  source lacks ``min_share`` the sentence cites nothing;
+- then, by mass, any other source with at least ``share`` of the best source's mass, up to
+  ``limit`` in all.
 """
 
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
+from apps.provenance.sentences import sentence_spans
 from apps.provenance.types import Attribution, TokenSpan
 
 MODEL_MARKER = re.compile(r"\s?\[\d+(?:\s*[,;\u2013-]\s*\d+)*\]")
-SENTENCE_END = re.compile(r"[.!?]+(?=\s|$)")
+SHARE = 0.5  # of the best source's mass
+MIN_SHARE = 0.2  # of the sentence's total mass
+LIMIT = 3
 
 
 @dataclass
@@ -40,18 +53,6 @@ def _without_markers(text: str) -> tuple[str, list[int]]:
     return cleaned, new_of_old.tolist()
 
 
-def _sentences(text: str) -> list[tuple[int, int, int]]:
-    """(start, end, insertion point of a marker) of each sentence."""
-    spans, start = [], 0
-    for match in SENTENCE_END.finditer(text):
-        spans.append((start, match.end(), match.start()))
-        start = match.end()
-    if text[start:].strip():
-        end = len(text.rstrip())
-        spans.append((start, end, end))
-    return spans
-
-
 def _cleaned_offsets(tokens: Sequence[TokenSpan], new_of_old: list[int]) -> list[tuple[int, int] | None]:
     offsets: list[tuple[int, int] | None] = []
     for token in tokens:
@@ -68,23 +69,78 @@ def token_offsets(
     return [None if span is None else _shifted(span, insertions) for span in _cleaned_offsets(tokens, new_of_old)]
 
 
-def cite(generated: str, attribution: Attribution, *, share: float = 0.5, limit: int = 3) -> CitedAnswer:
+def token_tints(attribution: Attribution) -> list[int | None]:
+    """Per token, the source (0-based) whose colour the audit page gives it: that of its best unit
+    (``Attribution.top``, the order the stored supports keep); None where no unit scores above 0."""
+    tints: list[int | None] = []
+    for index in range(len(attribution.tokens)):
+        best = attribution.top(index, 1)
+        tints.append(attribution.units[best[0][0]].source if best else None)
+    return tints
+
+
+def _lead(tints: Sequence[int | None], mass: npt.NDArray[np.float64]) -> int | None:
+    """The source that tints most tokens; on a tie the one with more mass, then the first."""
+    counts = Counter(tint for tint in tints if tint is not None)
+    if not counts:
+        return None
+    return max(counts, key=lambda source: (counts[source], float(mass[source]), -source))
+
+
+def sentence_sources(
+    *, mass: npt.NDArray[np.float64], tints: Sequence[int | None], share: float, min_share: float, limit: int
+) -> list[int]:
+    """The sources (0-based) a sentence cites, given each source's attribution mass over its tokens
+    and its tokens' tints: the tint majority first, then the others by mass (see the module)."""
+    mass = np.clip(mass, 0.0, None)
+    total = float(mass.sum())
+    if total <= 0:
+        return []
+    supported = (mass > 0) & (mass >= min_share * total)
+    lead = _lead(tints, mass)
+    if lead is None or not supported[lead]:
+        return []
+    ranked = (int(source) for source in np.argsort(-mass, kind="stable"))
+    others = [
+        source for source in ranked if source != lead and supported[source] and mass[source] >= share * mass.max()
+    ]
+    return [lead, *others][: max(limit, 0)]
+
+
+def _between_tokens(point: int, offsets: Sequence[tuple[int, int] | None]) -> int:
+    """A marker goes between tokens: one that straddles ``point`` pushes it to its end."""
+    return max([span[1] for span in offsets if span is not None and span[0] < point < span[1]], default=point)
+
+
+def cite(
+    generated: str,
+    attribution: Attribution,
+    *,
+    share: float = SHARE,
+    limit: int = LIMIT,
+    min_share: float = MIN_SHARE,
+) -> CitedAnswer:
+    """``generated`` without the model's markers, with a marker per sentence for the sources its
+    attribution supports; the tokens' offsets in that text and the citations (sentence offsets,
+    marker offsets and its insertion point in the text without markers, source numbers)."""
     cleaned, new_of_old = _without_markers(generated)
     offsets = _cleaned_offsets(attribution.tokens, new_of_old)
     sources = np.array([unit.source for unit in attribution.units], dtype=np.int64)
+    tints = token_tints(attribution)
     inserts: list[tuple[int, str, dict[str, Any]]] = []
-    for start, end, point in _sentences(cleaned):
-        # a marker goes between tokens: one that straddles the point pushes it to its end
-        point = max([span[1] for span in offsets if span is not None and span[0] < point < span[1]], default=point)
+    for start, end, point in sentence_spans(cleaned):
         rows = [i for i, span in enumerate(offsets) if span is not None and start <= span[0] < end]
         if not rows or not len(sources):
             continue
         mass = np.bincount(sources, weights=attribution.scores[rows].sum(axis=0), minlength=int(sources.max()) + 1)
-        if mass.max() <= 0:
+        chosen = sentence_sources(
+            mass=mass, tints=[tints[i] for i in rows], share=share, min_share=min_share, limit=limit
+        )
+        if not chosen:
             continue
-        ranked = [int(s) for s in np.argsort(-mass, kind="stable")[:limit] if mass[s] >= share * mass.max()]
-        numbers = [s + 1 for s in ranked]
-        inserts.append((point, "".join(f"[{n}]" for n in numbers), {"start": start, "end": end, "sources": numbers}))
+        numbers = [source + 1 for source in chosen]
+        marker = "".join(f"[{n}]" for n in numbers)
+        inserts.append((_between_tokens(point, offsets), marker, {"start": start, "end": end, "sources": numbers}))
     text, shift, citations, widths = cleaned, 0, [], []
     for point, marker, citation in inserts:
         at = point + shift
