@@ -267,6 +267,11 @@ EMBED_BATCH_SIZE = env_int("RAGKG_EMBED_BATCH_SIZE", 64, minimum=1)
 CLIP_MODEL = env_str("RAGKG_CLIP_MODEL", "")
 # open_clip pretrained tag or a local checkpoint file. Empty: laion2b_s34b_b79k for the hub default.
 CLIP_PRETRAINED = env_str("RAGKG_CLIP_PRETRAINED", "")
+# The offline profile's answer generator (apps/models/generator.py: OFFLINE_GENERATORS; docs/models.md
+# says how each was measured): qwen2.5-1.5b, qwen2.5-0.5b or smollm2 (the small one the tests use).
+GENERATOR = env_choice("RAGKG_GENERATOR", "qwen2.5-1.5b", ("qwen2.5-1.5b", "qwen2.5-0.5b", "smollm2"))
+# The generator's dtype: auto is fp16 on CUDA, bf16 on a CPU with bf16 matrix units, else fp32.
+GENERATOR_DTYPE = env_choice("RAGKG_GENERATOR_DTYPE", "auto", ("auto", "float32", "bfloat16", "float16"))
 # Converted copies of packaged weights (the generator's safetensors) for fast reloads.
 MODEL_CACHE_DIR = env_path("RAGKG_MODEL_CACHE_DIR", STATE_DIR / "models", base=BASE_DIR)
 # OCR lines recognised with less confidence than this are dropped.
@@ -367,7 +372,7 @@ ANSWER_K_MAX = env_int("ANSWER_K_MAX", 10, minimum=1)
 ANSWER_K_PER_BIT = env_float("ANSWER_K_PER_BIT", 1.0, minimum=0.0)
 # Generation: the generator's context window as used here, and the tokens it may write.
 ANSWER_CONTEXT_TOKENS = env_int("ANSWER_CONTEXT_TOKENS", 2048, minimum=256)
-ANSWER_MAX_NEW_TOKENS = env_int("ANSWER_MAX_NEW_TOKENS", 160, minimum=1)
+ANSWER_MAX_NEW_TOKENS = env_int("ANSWER_MAX_NEW_TOKENS", 64, minimum=1)
 # The Celery queue generation is sent to (a deployment may run several GPU pools).
 ANSWER_GENERATION_QUEUE = env_str("ANSWER_GENERATION_QUEUE", "gpu")
 # How long to wait for a gpu worker to start a generation, and for the whole generation.

@@ -28,6 +28,8 @@ TEST_ENVIRONMENT = {
     "RAGKG_MANAGED_SERVICES": "neo4j,redis,celery,web,chain",
     "RAGKG_WORKER_QUEUES": "ingest,gpu",
     "RAGKG_MODEL_PROFILE": "offline",
+    # The small generator: the tests check wiring and provenance, benchmarks measure the default.
+    "RAGKG_GENERATOR": "smollm2",
     "HEALTH_CHECK_TIMEOUT": "3.0",
     "TRACING_EXPORTER": "memory",
     "ANSWER_MAX_NEW_TOKENS": "40",

@@ -21,6 +21,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from apps.answers import streams
+from apps.answers.answer_text import answer_clean
 from apps.answers.models import Answer
 from apps.models.interfaces import Generator
 from apps.observability.tracing import span_set, stage_span
@@ -159,7 +160,8 @@ def answer_generate(*, answer_id: str, load_generator: Callable[[], Generator]) 
         if result.timed_out
         else ""
     )
-    text, citations, attribution_ms = _attribute(answer, generator, result.text)
+    generated = answer_clean(result.text)  # what is attributed, cited and kept
+    text, citations, attribution_ms = _attribute(answer, generator, generated)
     if attribution_ms is None:
         note = " ".join(filter(None, [note, "Token provenance could not be computed for this answer."]))
     timings = {**answer.timings_ms, "queue": queue_ms, "generation": round(result.seconds * 1000, 3)}
@@ -168,7 +170,7 @@ def answer_generate(*, answer_id: str, load_generator: Callable[[], Generator]) 
     Answer.objects.filter(id=answer_id, state=Answer.GENERATING).update(
         state=Answer.DONE,
         answer=text,
-        generated=result.text,
+        generated=generated,
         citations=citations,
         error=note,
         generation=result.as_dict(),

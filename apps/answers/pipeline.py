@@ -175,7 +175,7 @@ def retrieve(*, question: str, collections: Scope, tools: RetrievalTools, params
         analysis=analysis,
         seeds=seeds,
         candidates=ranked,
-        sources=sources,
+        sources=list(prompt.sources),
         prompt=prompt,
         timings_ms=clock.timings_ms,
         stats={**stats, **dropped},

@@ -1,26 +1,173 @@
-"""Stage 6, prompt assembly: the question and its numbered sources, in the generator's chat format."""
+"""Stage 6, prompt assembly: the question and the sentences of its sources that matter, numbered.
+
+A small model answers better from a short prompt. Each source contributes only its best
+sentences (``excerpt_select``: the sentences sharing the rarest words with the question, and
+their neighbours, in text order) from the sentence offsets ingestion stored; a title line
+(a first "sentence" without final punctuation) labels the source instead of counting as
+evidence. The answer is asked for as a short answer on the first line, then one sentence of
+support, and one worked example shows that shape in the chat format the model was trained on.
+What each source showed is kept (``Source.shown``) so attribution finds those sentences in the
+prompt and nothing else.
+"""
 
 from __future__ import annotations
 
+import math
+import re
+from collections import Counter
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from pathlib import PurePosixPath
 
 from apps.answers.types import Prompt, Source
 
 SYSTEM = (
-    "You answer questions using only the numbered sources given. "
-    "Answer briefly and precisely. If the sources do not contain the answer, say you do not know."
+    "You answer questions from the numbered sources only. On the first line write the short answer alone: "
+    "a name, a date, a number or a few words (yes or no for a yes/no question), never a whole sentence. "
+    "On the second line write one sentence from the sources that supports it.\n\n"
+    "Example.\n"
+    "Sources:\n\n"
+    "[1] Moss Society\n"
+    "The Moss Society publishes the Journal of Moss Studies. Its first president was Ada Brook.\n\n"
+    "[2] Ada Brook\n"
+    "Ada Brook (1850-1921) was an English botanist born in Leeds.\n\n"
+    "Question: In which city was the first president of the society that publishes the Journal of Moss "
+    "Studies born?\n"
+    "Leeds\n"
+    "Ada Brook, the first president of the Moss Society, was born in Leeds."
 )
-KIND_NAMES = {"chunk": "passage", "row": "table row", "image": "image description"}
+NO_SOURCES = "(no sources were found)"
+GAP = " … "
+WORD = re.compile(r"\w+", re.UNICODE)
+_STOPWORDS = (
+    "a an the of in on at to for from by with and or but is are was were be been being what which who whom whose "
+    "when where why how that this these those it its as than then did do does done has have had not no yes if "
+    "into about after before between both either same also there their they he she his her him we you your our "
+    "i me my one two first last many much more most other such can could would should will may might"
+)
+STOPWORDS = frozenset(_STOPWORDS.split())
+
+
+@dataclass(frozen=True)
+class ExcerptParams:
+    best: int = 2  # sentences of a source chosen by their words
+    neighbours: int = 1  # sentences kept on each side of a chosen one
+    most: int = 4  # sentences of one source at most
+
+
+WHOLE = ExcerptParams(best=10_000, neighbours=10_000, most=10_000)  # every sentence of every source
+
+
+def _terms(text: str) -> list[str]:
+    """Lower-case content words, cut to 6 characters (a crude stem: "published" meets "publishes")."""
+    return [word[:6] for word in WORD.findall(text.lower()) if word not in STOPWORDS and len(word) > 1]
+
+
+def _title_line(source: Source) -> str:
+    """The source's title line when its first sentence is one (short, no final punctuation), else ""."""
+    if source.kind != "chunk" or len(source.sentences) < 2:
+        return ""
+    start, end = source.sentences[0]
+    first = source.text[start:end].strip()
+    if not first or first[-1] in ".!?:;\"'”)" or len(first.split()) > 12:
+        return ""
+    return first
+
+
+def source_label(source: Source) -> str:
+    """What a source is called in the prompt: its title line, else its document's name without folder
+    and extension, on one line (a name cannot fake another block)."""
+    label = _title_line(source) or PurePosixPath(source.document).stem or source.document
+    return " ".join(label.split()) or f"source {source.number}"
+
+
+def _sentence_scores(texts: Sequence[str], question: str, idf: dict[str, float]) -> list[float]:
+    wanted = set(_terms(question))
+    return [sum(idf.get(term, 0.0) for term in set(_terms(text)) & wanted) for text in texts]
+
+
+def excerpt_select(
+    sentences: Sequence[str], *, question: str, idf: dict[str, float], params: ExcerptParams
+) -> tuple[int, ...]:
+    """Indices of the sentences to show, in text order: the ``best`` sentences by the weight of the
+    question's words they contain, each with ``neighbours`` on either side, at most ``most``; the
+    first sentence when none shares a word (it usually says what the source is about)."""
+    if len(sentences) <= 1:
+        return tuple(range(len(sentences)))
+    scores = _sentence_scores(sentences, question, idf)
+    ranked = sorted((i for i in range(len(sentences)) if scores[i] > 0), key=lambda i: (-scores[i], i))
+    chosen: list[int] = []
+    for index in ranked[: params.best] or [0]:
+        around = range(max(0, index - params.neighbours), min(len(sentences), index + params.neighbours + 1))
+        for position in sorted(around, key=lambda p: (abs(p - index), p)):
+            if position not in chosen and len(chosen) < params.most:
+                chosen.append(position)
+    return tuple(sorted(chosen))
+
+
+def _evidence(source: Source) -> list[tuple[int, str]]:
+    """(sentence index, text) of a source's evidence sentences (its title line left out)."""
+    if source.kind != "chunk" or not source.sentences:
+        return []
+    skip = 1 if _title_line(source) else 0
+    return [(i, source.text[a:b].strip()) for i, (a, b) in enumerate(source.sentences) if i >= skip]
+
+
+def _idf(documents: Sequence[Sequence[str]]) -> dict[str, float]:
+    """Inverse document frequency of each term over all sentences of all sources."""
+    frequency: Counter[str] = Counter()
+    total = 0
+    for sentences in documents:
+        for text in sentences:
+            frequency.update(set(_terms(text)))
+            total += 1
+    return {term: math.log(1 + total / count) for term, count in frequency.items()}
+
+
+def source_excerpt(source: Source) -> str:
+    """The text a source shows in the prompt: its shown sentences (a gap mark between sentences that
+    do not follow each other), or all of its text when it has no sentences."""
+    if source.shown is None:
+        return source.text.strip()
+    pieces: list[str] = []
+    previous: int | None = None
+    for index in source.shown:
+        start, end = source.sentences[index]
+        if previous is not None:
+            pieces.append(GAP if index > previous + 1 else " ")
+        pieces.append(source.text[start:end].strip())
+        previous = index
+    return "".join(pieces)
 
 
 def source_block(source: Source) -> str:
-    """One numbered source; the document name on one line, so a name cannot fake another block."""
-    document = " ".join(source.document.split())
-    return f"[{source.number}] ({KIND_NAMES[source.kind]} from {document})\n{source.text.strip()}"
+    return f"[{source.number}] {source_label(source)}\n{source_excerpt(source)}"
 
 
-def prompt_assemble(*, question: str, sources: Sequence[Source], count_tokens: Callable[[str], int]) -> Prompt:
-    """The user message lists every source in full, then the question."""
-    blocks = "\n\n".join(source_block(source) for source in sources) or "(no sources were found)"
-    user = f"Sources:\n\n{blocks}\n\nQuestion: {question.strip()}\nAnswer:"
-    return Prompt(system=SYSTEM, user=user, sources=tuple(sources), tokens=count_tokens(SYSTEM) + count_tokens(user))
+def sources_excerpt(*, question: str, sources: Sequence[Source], params: ExcerptParams | None = None) -> list[Source]:
+    """The sources with ``shown`` set: for each chunk, the sentences that matter to ``question``."""
+    params = params or ExcerptParams()
+    evidence = [_evidence(source) for source in sources]
+    idf = _idf([[text for _, text in sentences] for sentences in evidence])
+    chosen = []
+    for source, sentences in zip(sources, evidence, strict=True):
+        if not sentences:
+            chosen.append(source)
+            continue
+        picked = excerpt_select([text for _, text in sentences], question=question, idf=idf, params=params)
+        chosen.append(replace(source, shown=tuple(sentences[i][0] for i in picked)))
+    return chosen
+
+
+def prompt_assemble(
+    *,
+    question: str,
+    sources: Sequence[Source],
+    count_tokens: Callable[[str], int],
+    params: ExcerptParams | None = None,
+) -> Prompt:
+    """The user message lists every source's excerpt under its label, then the question."""
+    shown = sources_excerpt(question=question, sources=sources, params=params)
+    blocks = "\n\n".join(source_block(source) for source in shown) or NO_SOURCES
+    user = f"Sources:\n\n{blocks}\n\nQuestion: {' '.join(question.split())}"
+    return Prompt(system=SYSTEM, user=user, sources=tuple(shown), tokens=count_tokens(SYSTEM) + count_tokens(user))

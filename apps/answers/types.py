@@ -118,6 +118,7 @@ class Source:
     seed_score: float = 0.0
     rerank_score: float = 0.0
     support_score: float = 0.0
+    shown: tuple[int, ...] | None = None  # the sentences the prompt showed (None: the whole text)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -133,6 +134,7 @@ class Source:
             "paths": [list(path.nodes) for path in self.paths],
             "path_details": [path.as_dict() for path in self.paths],
             "sentences": [list(span) for span in self.sentences],
+            **({"shown": list(self.shown)} if self.shown is not None else {}),
             "sha256": hashlib.sha256(self.text.encode("utf-8")).hexdigest(),
             "scores": {
                 "seed": round(self.seed_score, 6),

@@ -27,8 +27,24 @@ def select_device(preference: str) -> str:
     return "cuda" if available else "cpu"
 
 
-def dtype_for(device: str) -> torch.dtype:
-    """fp16 on a GPU, fp32 on the CPU (fp16 matmuls are slow or missing there)."""
+def cpu_has_bf16() -> bool:
+    """Whether this CPU multiplies bf16 matrices natively (AVX-512 BF16 or AMX): oneDNN says."""
     import torch
 
-    return torch.float16 if device.startswith("cuda") else torch.float32
+    try:
+        return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
+    except (AttributeError, RuntimeError):
+        return False
+
+
+def dtype_for(device: str, preference: str = "auto") -> torch.dtype:
+    """The generator's dtype: ``preference`` (``RAGKG_GENERATOR_DTYPE``) when it names one, else fp16 on
+    a GPU, bf16 on a CPU with bf16 matrix units (about 3x faster than fp32 here), fp32 on other CPUs
+    (fp16 matmuls are slow or missing there)."""
+    import torch
+
+    if preference != "auto":
+        return {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}[preference]
+    if device.startswith("cuda"):
+        return torch.float16
+    return torch.bfloat16 if cpu_has_bf16() else torch.float32

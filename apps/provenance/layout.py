@@ -18,6 +18,7 @@ import numpy.typing as npt
 from transformers import PreTrainedTokenizerBase
 
 from apps.provenance.types import Attribution, TokenSpan, Unit
+from apps.provenance.units import unit_shown
 
 
 class LayoutError(ValueError):
@@ -46,8 +47,29 @@ def _rendered(tokenizer: PreTrainedTokenizerBase, system: str, user: str) -> str
     return rendered
 
 
+def _shown_spans(user: str, sources: Sequence[dict[str, Any]], units: Sequence[Unit]) -> list[tuple[int, int]]:
+    """Each unit's span in a prompt that shows only some sentences of each source (``shown``), in
+    order: a unit not shown has the empty span (0, 0) and so no prompt token."""
+    cursor = 0
+    spans = []
+    for unit in units:
+        source = sources[unit.source]
+        if not unit_shown(source, unit):
+            spans.append((0, 0))
+            continue
+        text = (source.get("text") or "")[unit.start : unit.end].strip()
+        found = user.find(text, cursor) if text else cursor
+        if found < 0:
+            raise LayoutError(f"a sentence of source {unit.source + 1} is not in the prompt")
+        spans.append((found, found + len(text)))
+        cursor = found + len(text)
+    return spans
+
+
 def _unit_spans(user: str, sources: Sequence[dict[str, Any]], units: Sequence[Unit]) -> list[tuple[int, int]]:
     """Each unit's character span in the user message (sources appear in order, stripped)."""
+    if any("shown" in source for source in sources):
+        return _shown_spans(user, sources, units)
     cursor = 0
     bases: dict[int, tuple[int, int]] = {}
     for position, source in enumerate(sources):
@@ -91,6 +113,8 @@ def layout_build(
     starts = np.array([start for start, _ in prompt_offsets])
     ends = np.array([end for _, end in prompt_offsets])
     for index, (start, end) in enumerate(_unit_spans(user, sources, units)):
+        if end <= start:
+            continue
         inside = (starts < offset + end) & (ends > offset + start) & (ends > starts)
         unit_of_token[inside & (unit_of_token < 0)] = index
     answer_ids, answer_offsets = _tokens_with_offsets(tokenizer, answer)

@@ -31,9 +31,20 @@ def _cells(text: str, source: int) -> list[Unit]:
     return units
 
 
+def unit_shown(source: dict[str, Any], unit: Unit) -> bool:
+    """Whether the prompt showed ``unit`` (a source records ``shown`` when it showed only some sentences)."""
+    shown = source.get("shown")
+    return shown is None or unit.index in shown
+
+
 def unit_texts(sources: Sequence[dict[str, Any]], units: Sequence[Unit]) -> list[str]:
-    """Each unit's own text, cut from its source's text."""
-    return [(sources[unit.source].get("text") or "")[unit.start : unit.end] for unit in units]
+    """Each unit's own text, cut from its source's text ("" for a sentence the prompt did not show:
+    the model never read it, so nothing it wrote can be copied from it)."""
+    texts = []
+    for unit in units:
+        source = sources[unit.source]
+        texts.append((source.get("text") or "")[unit.start : unit.end] if unit_shown(source, unit) else "")
+    return texts
 
 
 def source_units(sources: Sequence[dict[str, Any]]) -> list[Unit]:

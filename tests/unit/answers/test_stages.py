@@ -239,7 +239,7 @@ def test_selection_drops_near_duplicates_and_never_cuts_a_source() -> None:
     assert dropped == {"k": 10, "duplicates": 1, "too_long": 1, "empty": 1}
 
 
-def test_prompt_numbers_every_source_in_full() -> None:
+def test_prompt_numbers_every_source_under_its_name() -> None:
     candidates = [
         cand("a", [1, 0], text="Ada Lovelace wrote the first program."),
         cand("b", [0, 1], text="It ran on the Analytical Engine."),
@@ -250,7 +250,7 @@ def test_prompt_numbers_every_source_in_full() -> None:
     prompt = prompt_assemble(
         question="Who wrote the first program?", sources=sources, count_tokens=lambda t: len(words(t))
     )
-    assert "[1] (passage from a.txt)\nAda Lovelace wrote the first program." in prompt.user
-    assert "[2] (passage from b.txt)\nIt ran on the Analytical Engine." in prompt.user
-    assert prompt.user.rstrip().endswith("Question: Who wrote the first program?\nAnswer:")
+    assert "[1] a\nAda Lovelace wrote the first program." in prompt.user
+    assert "[2] b\nIt ran on the Analytical Engine." in prompt.user
+    assert prompt.user.rstrip().endswith("Question: Who wrote the first program?")
     assert prompt.tokens == len(words(prompt.system)) + len(words(prompt.user))

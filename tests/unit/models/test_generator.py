@@ -41,7 +41,9 @@ def test_a_damaged_copy_is_converted_again(
     (damaged / "config.json").write_text("{not json")
     converted: list[Path] = []
 
-    def convert(gguf: Path, target: Path, *, device: str) -> tuple[PreTrainedModel, PreTrainedTokenizerBase]:
+    def convert(
+        gguf: Path, target: Path, *, device: str, dtype: str = "auto"
+    ) -> tuple[PreTrainedModel, PreTrainedTokenizerBase]:
         converted.append(target)
         assert not target.exists()  # the damaged copy was removed first
         return smollm2.model, smollm2.tokenizer

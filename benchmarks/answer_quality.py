@@ -1,0 +1,294 @@
+"""Answer quality and speed of every offline generator, with the pipeline's retrieval and with gold passages.
+
+    make bench-answer-quality                      (all generators, all datasets, both retrievals)
+    make bench-answer-quality BENCH_ARGS="--limit 20 --models qwen2.5-0.5b --retrieval gold"
+
+For each generator (``RAGKG_GENERATOR``'s choices), dataset (the HotpotQA and MuSiQue samples the
+settings are tuned on; 2WikiMultihopQA dev300, the validation set) and retrieval:
+- ``gold``: the question's supporting passages plus one that does not support the answer, in an
+  order fixed by the question id (reading alone);
+- ``pipeline``: stages 1-6 against the dataset's corpus, ingested into its own collection of a
+  private Neo4j (state under var/bench-multihop, shared with ``make bench-multihop``);
+the prompt is the one the app builds (``apps.answers.prompt``), generation the app's streaming
+generator, and fast attribution the app's. Reported per run: exact match, token F1 and "answer
+contains the gold" of the short answer (the first line), time to first token, time to the short
+answer, generation and attribution time, prompt tokens, answer tokens and decoding speed, plus
+the load average. Writes benchmarks/results/answer_quality.json and prints a Markdown table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import random
+import statistics
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(BASE_DIR))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "ragkg.settings")
+
+import django
+
+django.setup()
+
+from django.conf import settings
+
+from apps.answers.answer_text import short_answer
+from apps.answers.evaluation import EvalQuestion, eval_questions, exact_match, f1_score, normalise_answer
+from apps.answers.prompt import prompt_assemble
+from apps.answers.types import Prompt, Source
+from apps.ingest.chunking import split_sentences
+from apps.models.generator import OFFLINE_GENERATORS, HFGenerator, load_offline
+from apps.provenance.fast import FastAttributor, calibrated_params
+from apps.provenance.layout import layout_build
+from apps.provenance.units import source_units, unit_texts
+
+DATASETS = ("hotpotqa", "musique", "2wiki")
+RETRIEVALS = ("gold", "pipeline")
+
+
+def log(message: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+def gold_sources(question: EvalQuestion) -> list[Source]:
+    """The gold passages as ingested chunks would be ("Title\\n\\nText", sentence offsets), shuffled
+    by the question id so the supporting ones are not always first."""
+    passages = list(question.gold)
+    random.Random(question.id).shuffle(passages)
+    sources = []
+    for number, (title, text) in enumerate(passages, start=1):
+        body = f"{title}\n\n{text}"
+        spans = tuple(split_sentences(body))
+        sources.append(
+            Source(number, f"gold-{number}", "chunk", f"doc-{number}", f"{title}.txt", "gold", body, "", 1.0, (), spans)
+        )
+    return sources
+
+
+class PipelinePrompts:
+    """Stages 1-6 against each dataset's ingested collection (a private Neo4j and FAISS)."""
+
+    def __init__(self) -> None:
+        from apps.answers.evaluate import corpus_ensure, eval_collection
+        from apps.answers.tools import default_tools, retrieval_params
+        from apps.graph.driver import get_driver
+        from apps.graph.schema import graph_schema_apply
+
+        graph_schema_apply(driver=get_driver())
+        self._ensure = corpus_ensure
+        self._collection = eval_collection
+        self._tools = default_tools()
+        self._params = retrieval_params(mode="graph")
+        self._ready: set[str] = set()
+
+    def prompt(self, dataset: str, question: EvalQuestion) -> tuple[Prompt, float]:
+        from apps.answers.pipeline import retrieve
+
+        if dataset not in self._ready:
+            self._ensure(dataset=dataset, data_dir=Path(settings.DEMO_DATA_DIR))
+            self._ready.add(dataset)
+        retrieval = retrieve(
+            question=question.question, collections=[self._collection(dataset)], tools=self._tools, params=self._params
+        )
+        return retrieval.prompt, sum(retrieval.timings_ms.values())
+
+
+def answer_once(generator: HFGenerator, prompt: Prompt, max_new_tokens: int) -> dict[str, Any]:
+    """Stream one answer as the worker does; time the first piece, the short answer (the first line
+    break) and the end; then time fast attribution over it."""
+    started = time.perf_counter()
+    first = short = None
+    pieces: list[str] = []
+    for piece in generator.stream(prompt.user, system=prompt.system, max_new_tokens=max_new_tokens):
+        now = time.perf_counter() - started
+        first = now if first is None else first
+        pieces.append(piece)
+        if short is None and "\n" in "".join(pieces).strip():
+            short = now
+    generated = time.perf_counter() - started
+    text = "".join(pieces).strip()
+    tokens = len(generator.tokenizer.encode(text, add_special_tokens=False)) if text else 0
+    attribution = attribute_seconds(generator, prompt, text)
+    return {
+        "text": text,
+        "first_token_s": first if first is not None else generated,
+        "short_answer_s": short if short is not None else generated,
+        "generation_s": generated,
+        "attribution_s": attribution,
+        "total_s": generated + attribution,
+        "answer_tokens": tokens,
+        "tokens_per_second": (tokens - 1) / (generated - first) if first is not None and tokens > 1 else 0.0,
+    }
+
+
+def attribute_seconds(generator: HFGenerator, prompt: Prompt, text: str) -> float:
+    if not text:
+        return 0.0
+    started = time.perf_counter()
+    stored = [source.as_dict() for source in prompt.sources]
+    units = source_units(stored)
+    layout = layout_build(
+        tokenizer=generator.tokenizer, system=prompt.system, user=prompt.user, answer=text, sources=stored, units=units
+    )
+    method = FastAttributor(calibrated_params(generator.name, settings.PROVENANCE_LEXICAL_WEIGHT))
+    method.attribute(generator=generator, layout=layout, answer=text, unit_texts=unit_texts(stored, units))
+    return time.perf_counter() - started
+
+
+def quantile(values: Sequence[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))] if ordered else 0.0
+
+
+def summary(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    def mean(key: str) -> float:
+        return round(statistics.fmean(row[key] for row in rows), 4)
+
+    def p50(key: str) -> float:
+        return round(statistics.median(row[key] for row in rows), 3)
+
+    return {
+        "questions": len(rows),
+        "exact_match": mean("em"),
+        "f1": mean("f1"),
+        "contains": mean("contains"),
+        "first_token_p50_s": p50("first_token_s"),
+        "short_answer_p50_s": p50("short_answer_s"),
+        "generation_p50_s": p50("generation_s"),
+        "attribution_p50_s": p50("attribution_s"),
+        "total_p50_s": p50("total_s"),
+        "total_p95_s": round(quantile([row["total_s"] for row in rows], 0.95), 3),
+        "prompt_tokens_mean": round(statistics.fmean(row["prompt_tokens"] for row in rows), 1),
+        "answer_tokens_mean": round(statistics.fmean(row["answer_tokens"] for row in rows), 1),
+        "tokens_per_second_p50": p50("tokens_per_second"),
+        "retrieval_p50_ms": p50("retrieval_ms"),
+    }
+
+
+def run(
+    *,
+    generator: HFGenerator,
+    dataset: str,
+    retrieval: str,
+    questions: Sequence[EvalQuestion],
+    pipeline: PipelinePrompts | None,
+    max_new_tokens: int,
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    count = generator.tokenizer
+    rows = []
+    for question in questions:
+        if retrieval == "gold":
+            sources = gold_sources(question)
+            prompt = prompt_assemble(
+                question=question.question, sources=sources, count_tokens=lambda t: len(count.encode(t))
+            )
+            retrieval_ms = 0.0
+        else:
+            assert pipeline is not None
+            prompt, retrieval_ms = pipeline.prompt(dataset, question)
+        prompt_tokens = int(generator.prompt_inputs(prompt.user, system=prompt.system)["input_ids"].shape[1])
+        result = answer_once(generator, prompt, max_new_tokens)
+        short = short_answer(result["text"])
+        gold = [normalise_answer(answer) for answer in question.answers]
+        rows.append(
+            {
+                "id": question.id,
+                "question": question.question,
+                "gold": question.answers[0],
+                "short": short,
+                **result,
+                "em": exact_match(short, question.answers),
+                "f1": f1_score(short, question.answers),
+                "contains": float(any(answer and answer in normalise_answer(result["text"]) for answer in gold)),
+                "prompt_tokens": prompt_tokens,
+                "retrieval_ms": retrieval_ms,
+            }
+        )
+    return summary(rows), rows
+
+
+def markdown(results: Sequence[dict[str, Any]]) -> str:
+    lines = [
+        "| generator | dataset | retrieval | n | EM | F1 | contains | TTFT p50 | short p50 | total p50 (+attr) | "
+        "prompt tok | tok/s |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in results:
+        s = r["summary"]
+        lines.append(
+            f"| {r['generator']} | {r['dataset']} | {r['retrieval']} | {s['questions']} | {s['exact_match']:.2f} | "
+            f"{s['f1']:.2f} | {s['contains']:.2f} | {s['first_token_p50_s']:.2f} s | {s['short_answer_p50_s']:.2f} s | "
+            f"{s['total_p50_s']:.2f} s | {s['prompt_tokens_mean']:.0f} | {s['tokens_per_second_p50']:.1f} |"
+        )
+    return "\n".join(lines)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--models", default=",".join(OFFLINE_GENERATORS), help="comma-separated RAGKG_GENERATOR keys")
+    parser.add_argument("--datasets", default=",".join(DATASETS))
+    parser.add_argument("--retrieval", default=",".join(RETRIEVALS), help="gold, pipeline or both")
+    parser.add_argument("--limit", type=int, default=30, help="questions per dataset (the first N)")
+    parser.add_argument("--max-new-tokens", type=int, default=settings.ANSWER_MAX_NEW_TOKENS)
+    parser.add_argument("--out", default=str(BASE_DIR / "benchmarks/results/answer_quality.json"))
+    args = parser.parse_args()
+    import torch
+
+    torch.set_num_threads(settings.ANSWER_TORCH_THREADS if settings.ANSWER_TORCH_THREADS > 1 else os.cpu_count() or 1)
+    retrievals = [r for r in args.retrieval.split(",") if r]
+    pipeline = PipelinePrompts() if "pipeline" in retrievals else None
+    data_dir = Path(settings.DEMO_DATA_DIR)
+    questions = {d: eval_questions(d, data_dir)[: args.limit] for d in args.datasets.split(",") if d}
+    load_before = os.getloadavg()
+    results, details = [], []
+    for key in [m for m in args.models.split(",") if m]:
+        model = OFFLINE_GENERATORS[key]
+        started = time.perf_counter()
+        generator = load_offline(
+            model, cache_root=settings.MODEL_CACHE_DIR, device=settings.MODEL_DEVICE, dtype=settings.GENERATOR_DTYPE
+        )
+        log(f"{model.name} loaded in {time.perf_counter() - started:.1f}s ({generator.model.dtype})")
+        answer_once(generator, prompt_assemble(question="Warm-up?", sources=[], count_tokens=len), 4)
+        for dataset, items in questions.items():
+            for retrieval in retrievals:
+                summary_, rows = run(
+                    generator=generator,
+                    dataset=dataset,
+                    retrieval=retrieval,
+                    questions=items,
+                    pipeline=pipeline,
+                    max_new_tokens=args.max_new_tokens,
+                )
+                log(f"{key} {dataset} {retrieval}: {summary_}")
+                entry = {"generator": key, "model": model.name, "dtype": str(generator.model.dtype)}
+                results.append({**entry, "dataset": dataset, "retrieval": retrieval, "summary": summary_})
+                details.append({**entry, "dataset": dataset, "retrieval": retrieval, "answers": rows})
+        del generator
+    report = {
+        "benchmark": "answer_quality",
+        "command": "make bench-answer-quality " + " ".join(sys.argv[1:]),
+        "machine": {"cpu_count": os.cpu_count(), "platform": platform.platform()},
+        "load_average": {"before": [round(x, 2) for x in load_before], "after": [round(x, 2) for x in os.getloadavg()]},
+        "torch_threads": __import__("torch").get_num_threads(),
+        "max_new_tokens": args.max_new_tokens,
+        "results": results,
+    }
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(report, indent=2) + "\n")
+    out.with_name(out.stem + "_answers.json").write_text(json.dumps(details, indent=1) + "\n")
+    print(markdown(results))
+    print(f"\nload average before {report['load_average']['before']}, after {report['load_average']['after']}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
