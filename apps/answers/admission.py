@@ -35,7 +35,7 @@ from django.utils import timezone
 from apps.answers.models import Answer
 from apps.core import dependencies as deps
 from apps.core.admission import Busy, busy_raise, queue_admit
-from apps.core.workers import queue_consumers
+from apps.core.workers import queue_unserved
 
 RECENT = 8
 RECENT_WINDOW = timedelta(hours=1)
@@ -81,7 +81,7 @@ def generation_running() -> int:
 def generation_worker_check() -> None:
     """Raise Busy (kind ``no_worker``) when the workers answered and none consumes the generation queue."""
     queue = settings.ANSWER_GENERATION_QUEUE
-    if queue_consumers().missing(queue):
+    if queue_unserved(queue):
         retry = settings.SHED_RETRY_AFTER
         message = NO_WORKER.format(queue=queue, fix=deps.fix_for(deps.GENERATION))
         raise Busy(message, retry_after=retry, reason=f"no worker consumes {queue!r}", kind="no_worker")

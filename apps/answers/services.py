@@ -24,7 +24,7 @@ from apps.answers.models import Answer
 from apps.answers.pipeline import RetrievalParams, RetrievalTools, retrieve
 from apps.answers.scope import Scope
 from apps.answers.types import STAGES, AnswerError, Retrieval
-from apps.core.workers import queue_consumers
+from apps.core.workers import queue_consumers, queue_unserved
 from apps.ledger.services import knowledge_stand
 from apps.observability.metrics import answers_count, generation_observe
 from apps.observability.tracing import request_span
@@ -167,7 +167,7 @@ def not_started_message() -> str:
     none consumes the generation queue, or all its slots stayed busy."""
     queue, seconds = settings.ANSWER_GENERATION_QUEUE, settings.ANSWER_QUEUE_TIMEOUT
     consumers = queue_consumers(max_age=0)
-    if consumers.missing(queue):
+    if consumers.missing(queue) and queue_unserved(queue):
         return NO_WORKER.format(queue=queue)
     if consumers.known:
         return SLOTS_STAYED_BUSY.format(slots=settings.GENERATION_SLOTS or "the", seconds=seconds)

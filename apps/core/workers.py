@@ -56,6 +56,7 @@ _cache: dict[str, tuple[float, Consumers]] = {}
 _cache_lock = threading.Lock()
 _refreshing: set[str] = set()
 STALE = 4
+CONFIRM = 4
 
 
 def _broker_reachable() -> bool:
@@ -130,6 +131,19 @@ def queue_consumers(*, max_age: float | None = None) -> Consumers:
                 _pool.submit(_refresh, key)
             return cached[1]
     return _refresh(key)
+
+
+def queue_unserved(queue: str) -> bool:
+    """Whether no worker consumes ``queue``: said only when the workers answered twice, the second
+    time waiting ``CONFIRM`` times longer (a worker slow to reply on a loaded machine is not taken
+    for a missing one); the second answer is kept."""
+    if not queue_consumers().missing(queue):
+        return False
+    confirmed = consumers_ask(timeout=settings.WORKER_CHECK_TIMEOUT * CONFIRM)
+    if confirmed.known:
+        with _cache_lock:
+            _cache[settings.CELERY_BROKER_URL] = (time.monotonic(), confirmed)
+    return confirmed.missing(queue)
 
 
 def consumers_forget() -> None:

@@ -19,7 +19,7 @@ from django.contrib.auth.models import AbstractBaseUser, AnonymousUser, User
 from django.utils import timezone
 
 from apps.answers.models import Answer
-from apps.core.workers import queue_consumers
+from apps.core.workers import queue_unserved
 from apps.models.interfaces import Generator
 from apps.provenance.exact import AttributionCancelled
 from apps.provenance.models import ExactRun
@@ -65,7 +65,7 @@ def exact_request(answer: Answer, *, user: Actor = None) -> ExactRun:
             f"Exact attribution of this answer is already {latest.state} ({latest.done}/{latest.total})."
         )
     queue = settings.PROVENANCE_EXACT_QUEUE
-    if queue_consumers().missing(queue):
+    if queue_unserved(queue):
         raise ProvenanceError(NO_WORKER.format(queue=queue))
     run = ExactRun.objects.create(answer=answer, total=settings.PROVENANCE_EXACT_ABLATIONS, requested_by=_user(user))
     try:

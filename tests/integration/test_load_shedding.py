@@ -31,9 +31,8 @@ def full_queue(live_services: None, settings: Settings, monkeypatch: pytest.Monk
     queue = f"gpu-shed-{uuid.uuid4().hex[:8]}"
     client = redis.Redis.from_url(settings.CELERY_BROKER_URL)
     settings.ANSWER_GENERATION_QUEUE = queue
-    # A worker "consumes" the test's queue, so that the depth is what refuses (see the next test).
-    consumed = workers.Consumers(known=True, by_queue={queue: ("gpu@placeholder",)})
-    monkeypatch.setattr(answers_admission, "queue_consumers", lambda **_: consumed)
+    # A worker "consumes" the test's queue, so that the depth is what refuses (see the last test).
+    monkeypatch.setattr(answers_admission, "queue_unserved", lambda queue: False)
     settings.MAX_GPU_QUEUE = LIMIT
     settings.SHED_RETRY_AFTER = 11
     client.rpush(queue, *[b"placeholder"] * (LIMIT - 1))
@@ -87,6 +86,6 @@ def test_a_question_for_a_queue_no_live_worker_consumes_is_refused_as_no_worker(
     assert body["error"] == "no_worker"
     assert body["message"].startswith(f"No generation worker is running (no Celery worker consumes the '{queue}'")
     assert Answer.objects.count() == before
-    settings.ANSWER_GENERATION_QUEUE = "gpu"
-    assert not workers.queue_consumers(max_age=0).missing("gpu")  # the live generation worker answers
+    assert not workers.queue_unserved("gpu")  # the live generation worker answers: the check is not vacuous
+    assert not workers.queue_unserved("ingest") and workers.queue_unserved(queue)
     workers.consumers_forget()

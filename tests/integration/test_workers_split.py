@@ -24,6 +24,7 @@ from apps.health.tasks import ping
 from apps.ledger.tasks import anchor_task
 from tests.conftest import SERVICES, services
 from tests.integration.test_answers import JOURNAL, QUESTION, SOCIETY
+from tests.integration.test_faults import record
 from tests.support import BASE_DIR, manage
 
 pytestmark = pytest.mark.integration
@@ -143,6 +144,10 @@ def test_a_question_is_answered_while_ingestion_and_exact_attribution_run_and_ma
             first["answer_id"].replace("-", ""),
         )
         assert state == "cancelled" and 0 < done < total == int(ABLATIONS)
+        record(
+            f"workers split: question answered in {seconds} s beside an ingestion and an exact attribution; "
+            f"attribution cancelled after {done}/{total} passes"
+        )
         assert not one(
             "SELECT COUNT(*) FROM provenance_attributionrecord WHERE answer_id = ? AND mode = 'exact'",
             first["answer_id"].replace("-", ""),

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from apps.core import workers
-from apps.core.workers import Consumers, consumers_ask, queue_consumers, workers_detail
+from apps.core.workers import Consumers, consumers_ask, queue_consumers, queue_unserved, workers_detail
 
 REPLIES = {
     "gpu@host": [{"name": "gpu"}],
@@ -81,4 +81,20 @@ def test_an_answer_is_reused_then_refreshed_in_the_background(monkeypatch: pytes
         time.sleep(0.02)
     assert queue_consumers().of("gpu") == ("gpu@2",)
     assert queue_consumers(max_age=0).of("gpu") == ("gpu@3",)  # asked now
+    workers.consumers_forget()
+
+
+def test_no_worker_is_said_only_when_a_second_longer_ask_agrees(monkeypatch: pytest.MonkeyPatch) -> None:
+    answers = [Consumers(known=True), Consumers(known=True, by_queue={"gpu": ("gpu@slow",)})]
+    waits: list[float | None] = []
+
+    def ask(*, timeout: float | None = None) -> Consumers:
+        waits.append(timeout)
+        return answers.pop(0)
+
+    monkeypatch.setattr(workers, "consumers_ask", ask)
+    workers.consumers_forget()
+    assert not queue_unserved("gpu")  # the first answer had no reply in time; the second has the worker
+    assert waits[0] is None and waits[1] is not None and waits[1] > 0.5
+    assert queue_consumers().of("gpu") == ("gpu@slow",)  # the second answer is kept
     workers.consumers_forget()

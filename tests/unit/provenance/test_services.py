@@ -100,12 +100,12 @@ def test_an_exact_run_records_its_progress_and_stops_between_passes_when_cancell
 
     def progress(run_id: int, done: int, total: int) -> None:
         seen.append((done, total))
-        if done == 3:  # an auditor presses Cancel during the third pass
+        if done == 3 and run_id == run.id:  # an auditor presses Cancel during the third pass
             ExactRun.objects.filter(id=run_id).update(cancel_requested=True)
         recorded(run_id, done, total)
 
-    monkeypatch.setattr(runs, "run_progress", progress)
     run = ExactRun.objects.create(answer=answer, total=8)
+    monkeypatch.setattr(runs, "run_progress", progress)
     ended = runs.exact_run_execute(run_id=run.id, generator_of=lambda: generator)
     assert ended is not None and (ended.state, ended.done, ended.total) == ("cancelled", 3, 8)
     assert seen == [(1, 8), (2, 8), (3, 8)] and ended.finished_at is not None
