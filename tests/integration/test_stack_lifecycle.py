@@ -93,4 +93,4 @@ def test_make_up_then_down(tmp_path: Path, live_services: None) -> None:
     assert not list((tmp_path / "run").glob("*.pid"))
     for pgid in pids.values():
         assert group_members(pgid) == []
-    assert "neo4j driver closed" in (tmp_path / "log" / "celery-ingest.log").read_text()
+    assert "neo4j driver closed" in (tmp_path / "log" / "celery-gpu.log").read_text()  # it ran graph_ping
