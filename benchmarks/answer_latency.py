@@ -460,7 +460,7 @@ def load_measure(
             url=url,
             questions=questions[::-1],
             clients=clients,
-            generating=settings.CELERY_WORKER_CONCURRENCY,
+            generating=settings.GENERATION_CONCURRENCY,
             timeout=timeout,
         )
         warm_seconds = time.perf_counter() - started
@@ -493,6 +493,7 @@ def load_measure(
             "web_workers": settings.WEB_WORKERS,
             "web_threads": settings.WEB_THREADS,
             "celery_concurrency": settings.CELERY_WORKER_CONCURRENCY,
+            "generation_concurrency": settings.GENERATION_CONCURRENCY,
             "worker_queues": list(settings.WORKER_QUEUES),
             "answer_max_new_tokens": max_new_tokens,
             "answer_queue_timeout_s": settings.ANSWER_QUEUE_TIMEOUT,

@@ -451,7 +451,7 @@ def main() -> int:
         corpus = corpus_ensure(data_dir, passages)
     client = Client(base, timeout=args.timeout, questions=questions_from(data_dir, passages))
     warm_started = time.perf_counter()
-    warm_up = warm(client, settings.WEB_WORKERS, settings.CELERY_WORKER_CONCURRENCY)
+    warm_up = warm(client, settings.WEB_WORKERS, settings.GENERATION_CONCURRENCY)
     log(f"warm-up in {time.perf_counter() - warm_started:.0f} s: {warm_up}")
     since = timezone.now()
     run = run_steps(
@@ -489,6 +489,7 @@ def main() -> int:
             "generation_slots": settings.GENERATION_SLOTS,
             "max_ingest_queue": settings.MAX_INGEST_QUEUE,
             "celery_concurrency": settings.CELERY_WORKER_CONCURRENCY,
+            "generation_concurrency": settings.GENERATION_CONCURRENCY,
             "answer_max_new_tokens": settings.ANSWER_MAX_NEW_TOKENS,
             "answer_queue_timeout_s": settings.ANSWER_QUEUE_TIMEOUT,
         },

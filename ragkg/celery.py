@@ -1,4 +1,6 @@
-"""The Celery application: queues ``ingest`` (CPU) and ``gpu``.
+"""The Celery application: queues ``ingest`` (CPU), ``gpu`` (generation), ``attribution`` (exact
+attribution) and ``maintenance`` (the beat's periodic tasks); ``ragkg.workers`` says which local
+worker process consumes which.
 
 Configuration lives in ``ragkg.settings`` under the ``CELERY_`` prefix.
 """
@@ -16,10 +18,12 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "ragkg.settings")
 
 QUEUE_INGEST = "ingest"
 QUEUE_GPU = "gpu"
+QUEUE_ATTRIBUTION = "attribution"
+QUEUE_MAINTENANCE = "maintenance"
 
 app = Celery("ragkg")
 app.config_from_object("django.conf:settings", namespace="CELERY")
-app.conf.task_queues = (Queue(QUEUE_INGEST), Queue(QUEUE_GPU))
+app.conf.task_queues = tuple(Queue(name) for name in (QUEUE_INGEST, QUEUE_GPU, QUEUE_ATTRIBUTION, QUEUE_MAINTENANCE))
 app.autodiscover_tasks()
 
 

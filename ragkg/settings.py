@@ -244,16 +244,32 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": CELERY_TASK_TIME_LIMIT 
 CELERY_RESULT_BACKEND_TRANSPORT_OPTIONS = {
     "retry_policy": {"max_retries": 5, "interval_start": 0, "interval_step": 1, "interval_max": 1}
 }
+# Processes of the ingest worker (ingestion and exact attribution; the default for any worker
+# started without -c).
 CELERY_WORKER_CONCURRENCY = env_int("CELERY_WORKER_CONCURRENCY", 2, minimum=1)
+# Processes of the local generation worker (the gpu queue only). 2 on a 2-core machine: a generation
+# uses one core (ANSWER_TORCH_THREADS=1), so two fill both cores and a second question does not wait
+# a whole generation; the ingest worker runs niced (RAGKG_INGEST_NICE), so it takes what is left.
+GENERATION_CONCURRENCY = env_int("RAGKG_GENERATION_CONCURRENCY", 2, minimum=1)
 # Generations the gpu workers run at once, all of them together: a question with generation is
 # refused (503) when it would wait longer than ANSWER_QUEUE_TIMEOUT for one (apps/answers/admission.py;
 # 0: no such check).
-GENERATION_SLOTS = env_int("RAGKG_GENERATION_SLOTS", CELERY_WORKER_CONCURRENCY, minimum=0)
-# Queues the locally started worker consumes (a GPU machine runs its own `gpu` worker).
+GENERATION_SLOTS = env_int("RAGKG_GENERATION_SLOTS", GENERATION_CONCURRENCY, minimum=0)
+# The CPU priority (nice) of the local ingest worker and its helper processes: on a small machine
+# ingestion and exact attribution then take only the CPU generation leaves (0: not lowered).
+INGEST_NICE = env_int("RAGKG_INGEST_NICE", 10, minimum=0, maximum=19)
+# Which work the locally started workers take (ragkg/workers.py): `ingest` (the ingest worker; the
+# `maintenance` queue and the beat come with it), `gpu` (the generation worker on
+# ANSWER_GENERATION_QUEUE; the `attribution` queue comes with it, served by the ingest worker, never
+# by the generation worker); `attribution` or `maintenance` alone place only those here.
 WORKER_QUEUES = env_list("RAGKG_WORKER_QUEUES", ["ingest", "gpu"])
-_unknown_queues = set(WORKER_QUEUES) - {"ingest", "gpu"}
+_unknown_queues = set(WORKER_QUEUES) - {"ingest", "gpu", "attribution", "maintenance"}
 if _unknown_queues:
     raise EnvError(f"RAGKG_WORKER_QUEUES names unknown queues: {', '.join(sorted(_unknown_queues))}")
+# Asking the workers which queues they consume (a Celery broadcast): how long to wait for their
+# replies, and how long one answer is reused by a process (apps/core/workers.py).
+WORKER_CHECK_TIMEOUT = env_float("RAGKG_WORKER_CHECK_TIMEOUT", 0.5, minimum=0.05)
+WORKER_CHECK_TTL = env_float("RAGKG_WORKER_CHECK_TTL", 5.0, minimum=0.0)
 
 # --- models -------------------------------------------------------------------------
 MODEL_PROFILE = env_choice("RAGKG_MODEL_PROFILE", "offline", ("offline", "hub"))
@@ -397,8 +413,12 @@ ANSWER_STREAM_TTL = env_int("ANSWER_STREAM_TTL", 3600, minimum=10)
 PROVENANCE_LEXICAL_WEIGHT = env_float("PROVENANCE_LEXICAL_WEIGHT", 0.5, minimum=0.0)
 # Exact attribution: forward passes with random halves of the source sentences removed.
 PROVENANCE_EXACT_ABLATIONS = env_int("PROVENANCE_EXACT_ABLATIONS", 32, minimum=4)
-# How long `manage.py attribute --exact` waits for the gpu worker (seconds).
+# How long `manage.py attribute --exact` waits for its worker (seconds).
 PROVENANCE_EXACT_TIMEOUT = env_int("PROVENANCE_EXACT_TIMEOUT", 900, minimum=10)
+# The Celery queue of exact attribution: never the generation queue, so that it takes no generation slot.
+PROVENANCE_EXACT_QUEUE = env_str("PROVENANCE_EXACT_QUEUE", "attribution")
+if PROVENANCE_EXACT_QUEUE == ANSWER_GENERATION_QUEUE:
+    raise EnvError("PROVENANCE_EXACT_QUEUE must differ from ANSWER_GENERATION_QUEUE")
 
 # --- knowledge change log and its chain anchors (docs/ledger.md) --------------------------
 # The EVM JSON-RPC endpoint; the default is the local anvil node scripts/services.py starts.
@@ -418,19 +438,22 @@ CHAIN_CONFIRMATIONS = env_int("CHAIN_CONFIRMATIONS", 1, minimum=1)
 CHAIN_TIMEOUT = env_float("CHAIN_TIMEOUT", 10.0, minimum=0.1)
 # Seconds between two anchoring rounds of the Celery beat task; 0: no periodic anchoring.
 LEDGER_ANCHOR_INTERVAL = env_int("LEDGER_ANCHOR_INTERVAL", 60, minimum=0)
-# The Celery worker that scripts/services.py starts runs the beat too (-B) when this is set.
+# The periodic tasks go to the `maintenance` queue, whose worker (one process, started by
+# scripts/services.py with the beat, -B) runs nothing long: a long ingestion or exact attribution
+# never holds them up (docs/reliability.md, "Workers").
+MAINTENANCE_QUEUE = "maintenance"
 CELERY_BEAT_SCHEDULE = {
     "answers-unfinished": {
         "task": "answers.fail_unfinished",
         "schedule": 60.0,
-        "options": {"queue": "ingest", "expires": 60.0},
+        "options": {"queue": MAINTENANCE_QUEUE, "expires": 60.0},
     },
     **(
         {
             "ingest-expire-failed": {
                 "task": "ingest.expire_failed_uploads",
                 "schedule": 3600.0,
-                "options": {"queue": "ingest", "expires": 3600.0},
+                "options": {"queue": MAINTENANCE_QUEUE, "expires": 3600.0},
             }
         }
         if INGEST_KEEP_FAILED_DAYS
@@ -441,12 +464,19 @@ CELERY_BEAT_SCHEDULE = {
             "ledger-anchor": {
                 "task": "ledger.anchor",
                 "schedule": float(LEDGER_ANCHOR_INTERVAL),
-                "options": {"queue": "ingest", "expires": float(LEDGER_ANCHOR_INTERVAL)},
+                "options": {"queue": MAINTENANCE_QUEUE, "expires": float(LEDGER_ANCHOR_INTERVAL)},
             }
         }
         if LEDGER_ANCHOR_INTERVAL
         else {}
     ),
+}
+# Where each task goes when sent without a queue (`.delay()`, the beat): the same queues as above.
+CELERY_TASK_ROUTES = {
+    "answers.generate": {"queue": ANSWER_GENERATION_QUEUE},
+    "provenance.attribute_exact": {"queue": PROVENANCE_EXACT_QUEUE},
+    **{entry["task"]: {"queue": MAINTENANCE_QUEUE} for entry in CELERY_BEAT_SCHEDULE.values()},
+    "ledger.anchor": {"queue": MAINTENANCE_QUEUE},
 }
 
 # --- health checks ------------------------------------------------------------------

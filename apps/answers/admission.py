@@ -5,22 +5,27 @@ NO_WORKER after that wait, so admitting it only to fail it later helps no one. B
 ``generation_admit`` estimates the wait a new question would have:
 
 * ``running``: answers a worker is generating now (state ``generating``, asked within the last
-  ``ANSWER_QUEUE_TIMEOUT + ANSWER_GENERATION_TIMEOUT`` s, so one left by a dead worker is not counted),
-  and the running ingestion jobs when the locally started worker serves both queues (its processes
-  run either);
+  ``ANSWER_QUEUE_TIMEOUT + ANSWER_GENERATION_TIMEOUT`` s, so one left by a dead worker is not counted);
+  ingestion and exact attribution run on other workers (``ragkg.workers``) and take no slot;
 * ``waiting``: the messages in the generation queue (``queue_admit``'s depth);
 * ``slots``: generations the workers run at once (``RAGKG_GENERATION_SLOTS``, by default
-  ``CELERY_WORKER_CONCURRENCY``; 0 turns this check off);
+  ``RAGKG_GENERATION_CONCURRENCY``; 0 turns this check off);
 * ``typical``: the median time the last ``RECENT`` answers done within ``RECENT_WINDOW`` kept their
   worker, generation and token attribution (no estimate, so no refusal, until there is one).
 
 While a slot is free the wait is 0. Otherwise the new question starts once ``waiting + running -
 slots + 1`` generations have ended, ``slots`` at a time, the running ones half done on average:
-``(ahead - 0.5) / slots * typical``. Above ``ANSWER_QUEUE_TIMEOUT`` the question is refused with Busy.
+``(ahead - 0.5) / slots * typical``. Above ``ANSWER_QUEUE_TIMEOUT`` the question is refused with Busy
+(SLOTS_BUSY, ``Retry-After`` the part of the wait above the timeout, at least ``RAGKG_SHED_RETRY_AFTER``).
+
+Before all that, when the workers answer (``apps.core.workers``) and none consumes the generation
+queue, the question is refused at once with NO_WORKER: waiting for a worker that is not there helps
+no one, and "busy" would be the wrong thing to say.
 """
 
 from __future__ import annotations
 
+import math
 import statistics
 from datetime import timedelta
 
@@ -28,13 +33,21 @@ from django.conf import settings
 from django.utils import timezone
 
 from apps.answers.models import Answer
-from apps.core.admission import busy_raise, queue_admit
-from apps.ingest.models import IngestJob
+from apps.core import dependencies as deps
+from apps.core.admission import Busy, busy_raise, queue_admit
+from apps.core.workers import queue_unserved
 
 RECENT = 8
 RECENT_WINDOW = timedelta(hours=1)
 WHAT_QUEUE = "answer generation queue full"
-WHAT_WAIT = "answer generation busy: a new question would wait about {seconds:.0f} s for a worker"
+SLOTS_BUSY = (
+    "All {slots} generation slots are busy ({running} generating, {waiting} waiting): a new question would "
+    "wait about {seconds:.0f} s for one. Nothing was recorded; please try again in {retry} s."
+)
+NO_WORKER = (
+    "No generation worker is running (no Celery worker consumes the '{queue}' queue), so no answer can be "
+    "generated now; nothing was recorded. Questions without generation still work. Fix: {fix}"
+)
 
 
 def worker_seconds(timings: object) -> float | None:
@@ -58,24 +71,20 @@ def generation_typical_seconds() -> float | None:
     return statistics.median(seconds) if seconds else None
 
 
-def worker_shared() -> bool:
-    """Whether the locally started worker consumes both the ingest and the generation queue, so that
-    its processes are taken by ingestion jobs as well as by generations."""
-    return "celery" in settings.MANAGED_SERVICES and {"ingest", settings.ANSWER_GENERATION_QUEUE} <= set(
-        settings.WORKER_QUEUES
-    )
-
-
 def generation_running() -> int:
-    """Slots taken now: answers being generated, and running ingestion jobs when the worker is shared
-    (``worker_shared``). One left by a dead worker stops counting once it cannot be running any more."""
-    now = timezone.now()
+    """Slots taken now: answers being generated. One left by a dead worker stops counting once it
+    cannot be running any more."""
     window = timedelta(seconds=settings.ANSWER_QUEUE_TIMEOUT + settings.ANSWER_GENERATION_TIMEOUT)
-    running = Answer.objects.filter(state=Answer.GENERATING, created_at__gte=now - window).count()
-    if worker_shared():
-        since = now - timedelta(seconds=settings.CELERY_TASK_TIME_LIMIT)
-        running += IngestJob.objects.filter(state=IngestJob.RUNNING, started_at__gte=since).count()
-    return running
+    return Answer.objects.filter(state=Answer.GENERATING, created_at__gte=timezone.now() - window).count()
+
+
+def generation_worker_check() -> None:
+    """Raise Busy (kind ``no_worker``) when the workers answered and none consumes the generation queue."""
+    queue = settings.ANSWER_GENERATION_QUEUE
+    if queue_unserved(queue):
+        retry = settings.SHED_RETRY_AFTER
+        message = NO_WORKER.format(queue=queue, fix=deps.fix_for(deps.GENERATION))
+        raise Busy(message, retry_after=retry, reason=f"no worker consumes {queue!r}", kind="no_worker")
 
 
 def generation_wait(*, waiting: int, running: int, slots: int, typical: float) -> float:
@@ -87,21 +96,27 @@ def generation_wait(*, waiting: int, running: int, slots: int, typical: float) -
 
 
 def generation_admit() -> None:
-    """Raise Busy when the generation queue is full (``RAGKG_MAX_GPU_QUEUE``) or a new question would
-    wait longer than ``ANSWER_QUEUE_TIMEOUT`` for a worker. Nothing is recorded either way."""
+    """Raise Busy when no worker consumes the generation queue, when that queue is full
+    (``RAGKG_MAX_GPU_QUEUE``) or when a new question would wait longer than ``ANSWER_QUEUE_TIMEOUT``
+    for a slot. Nothing is recorded either way."""
+    generation_worker_check()
     waiting = queue_admit(settings.ANSWER_GENERATION_QUEUE, limit=settings.MAX_GPU_QUEUE, what=WHAT_QUEUE)
-    if not settings.GENERATION_SLOTS:
+    slots = settings.GENERATION_SLOTS
+    if not slots:
         return
     typical = generation_typical_seconds()
     if typical is None:
         return
     running = generation_running()
-    wait = generation_wait(waiting=waiting, running=running, slots=settings.GENERATION_SLOTS, typical=typical)
+    wait = generation_wait(waiting=waiting, running=running, slots=slots, typical=typical)
     if wait > settings.ANSWER_QUEUE_TIMEOUT:
+        retry = max(settings.SHED_RETRY_AFTER, math.ceil(wait - settings.ANSWER_QUEUE_TIMEOUT))
         busy_raise(
-            WHAT_WAIT.format(seconds=wait),
+            WHAT_QUEUE,
+            message=SLOTS_BUSY.format(slots=slots, running=running, waiting=waiting, seconds=wait, retry=retry),
+            retry_after=retry,
             reason=(
-                f"{running} generating, {waiting} waiting, {settings.GENERATION_SLOTS} slots, "
+                f"{running} generating, {waiting} waiting, {slots} slots, "
                 f"{typical:.1f} s a generation: about {wait:.0f} s to wait (limit {settings.ANSWER_QUEUE_TIMEOUT:g} s)"
             ),
         )

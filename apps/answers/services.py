@@ -24,6 +24,7 @@ from apps.answers.models import Answer
 from apps.answers.pipeline import RetrievalParams, RetrievalTools, retrieve
 from apps.answers.scope import Scope
 from apps.answers.types import STAGES, AnswerError, Retrieval
+from apps.core.workers import queue_consumers, queue_unserved
 from apps.ledger.services import knowledge_stand
 from apps.observability.metrics import answers_count, generation_observe
 from apps.observability.tracing import request_span
@@ -35,9 +36,14 @@ logger = logging.getLogger(__name__)
 MAX_QUESTION_CHARS = 2000
 GRAPH_DOWN = "The knowledge graph is not reachable right now (Neo4j did not answer). Please try again shortly."
 NO_WORKER = (
-    "No generation worker picked up the question within {seconds:g} s (no Celery worker is consuming the "
-    "'gpu' queue). The evidence found is shown below."
+    "No generation worker is running (no Celery worker consumes the '{queue}' queue), so the question was not "
+    "answered. The evidence found is shown below."
 )
+SLOTS_STAYED_BUSY = (
+    "All {slots} generation slots stayed busy for {seconds:g} s, so the question was not started; please ask "
+    "again in a minute. The evidence found is shown below."
+)
+NOT_PICKED_UP = "No generation worker picked up the question within {seconds:g} s. The evidence found is shown below."
 TOO_SLOW = "The generation did not finish within its time limit ({seconds} s). The evidence found is shown below."
 NOTHING_FOUND = "Nothing in the knowledge base matches the question, so there is nothing to answer from."
 BROKER_DOWN = (
@@ -142,9 +148,7 @@ def generation_events(answer: Answer) -> Iterator[tuple[str, dict[str, Any]]]:
             if event == "timeout":
                 worker = data["waiting_for"] == "worker"
                 message = (
-                    NO_WORKER.format(seconds=settings.ANSWER_QUEUE_TIMEOUT)
-                    if worker
-                    else TOO_SLOW.format(seconds=settings.ANSWER_GENERATION_TIMEOUT)
+                    not_started_message() if worker else TOO_SLOW.format(seconds=settings.ANSWER_GENERATION_TIMEOUT)
                 )
                 _revoke(str(answer.id))
                 answer_fail(answer, message)
@@ -156,6 +160,18 @@ def generation_events(answer: Answer) -> Iterator[tuple[str, dict[str, Any]]]:
     except (OSError, RedisError) as exc:
         answer_fail(answer, BROKER_DOWN)
         yield streams.ERROR, {"message": BROKER_DOWN, "detail": str(exc)}
+
+
+def not_started_message() -> str:
+    """Why no worker started a question within ``ANSWER_QUEUE_TIMEOUT``, as the workers tell (asked now):
+    none consumes the generation queue, or all its slots stayed busy."""
+    queue, seconds = settings.ANSWER_GENERATION_QUEUE, settings.ANSWER_QUEUE_TIMEOUT
+    consumers = queue_consumers(max_age=0)
+    if consumers.missing(queue) and queue_unserved(queue):
+        return NO_WORKER.format(queue=queue)
+    if consumers.known:
+        return SLOTS_STAYED_BUSY.format(slots=settings.GENERATION_SLOTS or "the", seconds=seconds)
+    return NOT_PICKED_UP.format(seconds=seconds)
 
 
 def _observe(generation: dict[str, Any]) -> None:

@@ -39,13 +39,16 @@ EXPENSIVE_POSTS = ("/api/ask", "/", "/ask/", "/curation/documents/upload/", "/in
 
 
 class Busy(Exception):
-    """The server is busy: ``message`` for the user, ``retry_after`` seconds, ``reason`` for the logs."""
+    """The server cannot take the work now: ``message`` for the user, ``retry_after`` seconds,
+    ``reason`` for the logs, ``kind`` for JSON clients (``busy``, or ``no_worker`` when no worker
+    consumes the queue the work needs)."""
 
-    def __init__(self, message: str, *, retry_after: int, reason: str) -> None:
+    def __init__(self, message: str, *, retry_after: int, reason: str, kind: str = "busy") -> None:
         super().__init__(message)
         self.message = message
         self.retry_after = retry_after
         self.reason = reason
+        self.kind = kind
 
 
 def busy_message(what: str, retry_after: int) -> str:
@@ -120,7 +123,8 @@ def queue_admit(
     return depth
 
 
-def busy_raise(what: str, *, reason: str) -> NoReturn:
-    """Refuse the request: Busy with the user's sentence and ``SHED_RETRY_AFTER``."""
-    retry = settings.SHED_RETRY_AFTER
-    raise Busy(busy_message(what, retry), retry_after=retry, reason=reason)
+def busy_raise(what: str, *, reason: str, message: str | None = None, retry_after: int | None = None) -> NoReturn:
+    """Refuse the request: Busy with the user's sentence (``busy_message`` of ``what`` unless
+    ``message`` is given) and ``retry_after`` (``SHED_RETRY_AFTER`` unless given)."""
+    retry = settings.SHED_RETRY_AFTER if retry_after is None else retry_after
+    raise Busy(message or busy_message(what, retry), retry_after=retry, reason=reason)

@@ -15,6 +15,7 @@ DATABASE = "database"
 NEO4J = "neo4j"
 REDIS = "redis"
 CELERY = "celery"
+GENERATION = "generation"
 MODELS = "models"
 VECTORS = "vectors"
 
@@ -22,7 +23,8 @@ LABELS = {
     DATABASE: "relational database",
     NEO4J: "Neo4j knowledge graph",
     REDIS: "Redis broker",
-    CELERY: "Celery worker",
+    CELERY: "Celery workers (ingestion, attribution, maintenance)",
+    GENERATION: "generation worker",
     MODELS: "models",
     VECTORS: "vector indexes",
 }
@@ -61,9 +63,15 @@ def fix_for(service: str, *, auth: bool = False) -> str:
         return f"start the Redis server at {settings.REDIS_URL} or point REDIS_URL at a running one"
     if service == CELERY:
         if _managed(CELERY):
-            return "make up   (starts the Celery worker; log: var/log/celery.log)"
-        queues = ",".join(settings.WORKER_QUEUES)
-        return f"start a worker: celery -A ragkg worker -Q {queues}"
+            return "make up   (starts the Celery workers; logs: var/log/celery-*.log)"
+        return (
+            f"start the workers: celery -A ragkg worker -Q ingest,{settings.PROVENANCE_EXACT_QUEUE} and "
+            f"celery -A ragkg worker -Q {settings.MAINTENANCE_QUEUE} -c 1 -B"
+        )
+    if service == GENERATION:
+        if _managed(CELERY) and "gpu" in settings.WORKER_QUEUES:
+            return "make up   (starts the generation worker; log: var/log/celery-gpu.log)"
+        return f"start a generation worker: celery -A ragkg worker -Q {settings.ANSWER_GENERATION_QUEUE}"
     if service == DATABASE:
         if settings.DATABASES["default"]["ENGINE"].endswith("sqlite3"):
             return "make migrate"

@@ -55,10 +55,11 @@ def busy_response(request: HttpRequest, busy: Busy) -> HttpResponse:
     logger.info("shed %s %s: %s", request.method, request.path, busy.reason)
     if wants_json(request):
         response: HttpResponse = JsonResponse(
-            {"error": "busy", "message": busy.message, "retry_after": busy.retry_after}, status=503
+            {"error": busy.kind, "message": busy.message, "retry_after": busy.retry_after}, status=503
         )
     else:
-        response = render(request, "503.html", {"busy": True, "reason": busy.message}, status=503)
+        heading = "Busy" if busy.kind == "busy" else "No worker for this"
+        response = render(request, "503.html", {"busy": True, "heading": heading, "reason": busy.message}, status=503)
     response["Retry-After"] = str(busy.retry_after)
     # Logged above, at INFO: a shed request is the server working as meant, not an error for
     # django.request to log as one.

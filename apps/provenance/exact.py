@@ -6,11 +6,14 @@ forward pass gives the log-probability of every answer token under that context.
 fitted per answer token on the keep/remove masks, with the logit of each token's probability
 as target, gives each unit's effect on that token; the positive effects, normalised per token,
 are the exact-mode scores. Cost: ``ablations`` forward passes over prompt and answer.
+
+A ``progress`` callable, when given, is called after every pass with (passes done, passes in all);
+it may raise ``AttributionCancelled`` to stop before the next pass (nothing is stored then).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,6 +26,12 @@ from apps.provenance.layout import Layout, layout_attribution
 from apps.provenance.types import EXACT, Attribution
 
 METHOD = "ablation+lasso"
+
+Progress = Callable[[int, int], None]
+
+
+class AttributionCancelled(Exception):
+    """Raised by a ``Progress`` callable to stop an exact attribution between two passes."""
 
 
 @dataclass(frozen=True)
@@ -68,10 +77,24 @@ def surrogate_scores(
     return normalised(np.clip(weights, 0.0, None))
 
 
-def exact_attribute(*, model: Any, model_name: str, layout: Layout, params: ExactParams) -> Attribution:
+def ablation_targets(
+    model: Any, layout: Layout, masks: npt.NDArray[np.bool_], progress: Progress | None
+) -> npt.NDArray[np.float32]:
+    """(ablations, tokens): one forward pass per mask, ``progress`` told after each."""
+    rows = []
+    for mask in masks:
+        rows.append(answer_logits(model, layout, mask))
+        if progress is not None:
+            progress(len(rows), len(masks))
+    return np.stack(rows)
+
+
+def exact_attribute(
+    *, model: Any, model_name: str, layout: Layout, params: ExactParams, progress: Progress | None = None
+) -> Attribution:
     def score() -> tuple[npt.NDArray[np.float32], int]:
         masks = ablation_masks(len(layout.units), params)
-        targets = np.stack([answer_logits(model, layout, mask) for mask in masks])  # (ablations, tokens)
+        targets = ablation_targets(model, layout, masks, progress)
         return surrogate_scores(masks, targets, params.alpha), params.ablations
 
     return layout_attribution(layout=layout, mode=EXACT, method=METHOD, model=model_name, score=score)
@@ -85,9 +108,12 @@ class ExactAttributor:
     params: ExactParams
     mode: str = EXACT
     method: str = METHOD
+    progress: Progress | None = None
 
     def attribute(self, *, generator: Generator, layout: Layout, answer: str, unit_texts: Sequence[str]) -> Attribution:
-        return exact_attribute(model=generator.model, model_name=generator.name, layout=layout, params=self.params)
+        return exact_attribute(
+            model=generator.model, model_name=generator.name, layout=layout, params=self.params, progress=self.progress
+        )
 
 
 def agreement(fast: Attribution, exact: Attribution) -> dict[str, float]:

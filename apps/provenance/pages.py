@@ -24,7 +24,8 @@ from apps.answers.expansion import question_entity_ids
 from apps.answers.models import Answer
 from apps.answers.types import STAGES
 from apps.ledger.pages import answer_knowledge_log
-from apps.provenance.models import AttributionRecord
+from apps.provenance.models import AttributionRecord, ExactRun
+from apps.provenance.runs import LOST, exact_run_latest, run_lost
 from apps.provenance.services import provenance_record
 from apps.provenance.types import EXACT, FAST
 
@@ -291,4 +292,22 @@ def answer_page_context(answer: Answer, *, readable: Collection[str] | None) -> 
         "timings": _timings(record["retrieval"]["timings_ms"] or {}),
         "knowledge_log": answer_knowledge_log(ledger=answer.ledger, sources=record["sources"]),
         "audit_data": {"tokens": tokens, "sources": sources, "exact": exact is not None},
+        "exact_run": exact_run_view(answer),
+    }
+
+
+def exact_run_view(answer: Answer) -> dict[str, Any] | None:
+    """The answer's latest exact attribution run as its page shows it (``active``: the page polls it)."""
+    run = exact_run_latest(answer)
+    if run is None:
+        return None
+    lost = run_lost(run)
+    return {
+        "state": "lost" if lost else run.state,
+        "active": run.active and not lost,
+        "done": run.done,
+        "total": run.total,
+        "cancel_requested": run.cancel_requested,
+        "error": LOST if lost else run.error,
+        "cancelled": run.state == ExactRun.CANCELLED,
     }

@@ -11,7 +11,7 @@ from django.conf import settings
 from apps.answers.models import Answer
 from apps.models.interfaces import Generator
 from apps.provenance.citations import CitedAnswer, cite, token_offsets
-from apps.provenance.exact import ExactAttributor, ExactParams, agreement
+from apps.provenance.exact import ExactAttributor, ExactParams, Progress, agreement
 from apps.provenance.fast import FastAttributor, calibrated_params
 from apps.provenance.layout import Layout, layout_build
 from apps.provenance.models import AttributionRecord
@@ -38,8 +38,12 @@ def attributor(mode: str, generator: Generator) -> Attributor:
     if mode == FAST:
         return FastAttributor(calibrated_params(generator.name, settings.PROVENANCE_LEXICAL_WEIGHT))
     if mode == EXACT:
-        return ExactAttributor(ExactParams(ablations=settings.PROVENANCE_EXACT_ABLATIONS))
+        return ExactAttributor(exact_params())
     raise ValueError(f"unknown attribution mode {mode!r}")
+
+
+def exact_params() -> ExactParams:
+    return ExactParams(ablations=settings.PROVENANCE_EXACT_ABLATIONS)
 
 
 def _run(method: Attributor, answer: Answer, generator: Generator, layout: Layout, generated: str) -> Attribution:
@@ -78,12 +82,13 @@ def answer_attribute_fast(answer: Answer, generator: Generator, generated: str) 
 
 
 def answer_attribute_exact(
-    answer: Answer, generator: Generator, params: ExactParams | None = None
+    answer: Answer, generator: Generator, params: ExactParams | None = None, *, progress: Progress | None = None
 ) -> AttributionRecord:
-    """Exact (ablation) attribution of a finished answer, stored next to the fast one with their agreement."""
+    """Exact (ablation) attribution of a finished answer, stored next to the fast one with their agreement.
+    ``progress`` is told after every pass and may stop it (``AttributionCancelled``; nothing stored)."""
     generated = answer.generated or answer.answer
     layout = _layout(answer, generator, generated)
-    method = ExactAttributor(params) if params is not None else attributor(EXACT, generator)
+    method = ExactAttributor(params or exact_params(), progress=progress)
     exact = _run(method, answer, generator, layout, generated)
     fast = _run(attributor(FAST, generator), answer, generator, layout, generated)
     insertions = [(int(c["at"]), int(c["width"])) for c in answer.citations]
@@ -155,19 +160,6 @@ def provenance_record(answer: Answer) -> dict[str, Any]:
 
 class ProvenanceError(Exception):
     """A request about provenance that cannot be carried out, in plain words."""
-
-
-def exact_request(answer: Answer) -> str:
-    """Queue exact attribution of a finished answer on the generation queue; returns the task id."""
-    from apps.provenance.tasks import attribute_exact_task
-
-    if answer.state != Answer.DONE or not (answer.generated or answer.answer):
-        raise ProvenanceError("Only a finished, generated answer can be attributed.")
-    try:
-        result = attribute_exact_task.apply_async(args=(str(answer.id),), queue=settings.ANSWER_GENERATION_QUEUE)
-    except Exception as exc:  # kombu raises OperationalError and friends
-        raise ProvenanceError("The task queue (Redis) is not reachable; try again shortly.") from exc
-    return str(result.id)
 
 
 def record_summary(record: AttributionRecord) -> dict[str, Any]:

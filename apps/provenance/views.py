@@ -14,12 +14,13 @@ from django.views.decorators.http import require_GET, require_POST
 from apps.accounts.access import readable_collections
 from apps.accounts.roles import audit_required
 from apps.answers.models import Answer
-from apps.provenance import services
+from apps.provenance import runs, services
 from apps.provenance.pages import (
     AnswerFilters,
     answer_page_context,
     answer_readable,
     answers_page,
+    exact_run_view,
     record_for_reader,
 )
 
@@ -76,11 +77,35 @@ def answer_exact(request: HttpRequest, answer_id: uuid.UUID) -> HttpResponse:
     """Queue exact attribution of the answer, then back to its page with what happened."""
     answer = readable_answer(answer_id, readable_collections(request.user))
     try:
-        task_id = services.exact_request(answer)
+        run = runs.exact_request(answer, user=request.user)
     except services.ProvenanceError as exc:
         messages.error(request, str(exc))
     else:
-        messages.success(request, f"Exact attribution is queued (task {task_id}); reload this page in a few minutes.")
+        messages.success(request, f"Exact attribution is queued ({run.total} passes); its progress shows below.")
+    return redirect("provenance:answer", answer_id=answer.id)
+
+
+@audit_required
+@require_GET
+def answer_exact_status(request: HttpRequest, answer_id: uuid.UUID) -> HttpResponse:
+    """The exact attribution's progress: the answer page's part that htmx polls while it runs."""
+    answer = readable_answer(answer_id, readable_collections(request.user))
+    context = {"answer": answer, "exact_run": exact_run_view(answer), "polled": True}
+    return render(request, "provenance/answer.html#exact-status", context)
+
+
+@audit_required
+@require_POST
+def answer_exact_cancel(request: HttpRequest, answer_id: uuid.UUID) -> HttpResponse:
+    """Cancel the answer's queued or running exact attribution, then back to its page."""
+    answer = readable_answer(answer_id, readable_collections(request.user))
+    try:
+        run = runs.exact_cancel(answer=answer, user=request.user)
+    except services.ProvenanceError as exc:
+        messages.error(request, str(exc))
+    else:
+        done = "cancelled" if run.state == run.CANCELLED else "stops after the pass it is running"
+        messages.success(request, f"Exact attribution {done} ({run.done}/{run.total} passes done).")
     return redirect("provenance:answer", answer_id=answer.id)
 
 

@@ -104,9 +104,9 @@ def latest_answer(scope: str) -> tuple[str, str, str] | None:
     return None if row is None else (str(row[0]), str(row[1]), str(row[2]))
 
 
-def celery_up(**env: str) -> None:
+def celery_up(name: str = "celery", **env: str) -> None:
     started = subprocess.run(
-        [*SERVICES, "up", "celery"],
+        [*SERVICES, "up", name],
         cwd=BASE_DIR,
         env={**os.environ, **env},
         capture_output=True,
@@ -124,9 +124,9 @@ def test_a_worker_killed_during_a_generation_fails_the_answer_with_a_clear_messa
         (tmp_path / name).write_text(text)
     ingested = manage("ingest", str(tmp_path), "--collection", scope, "--wait", "--json")
     assert ingested.returncode == 0, ingested.stderr
-    # A fresh worker writing long answers: the generator loads, then writes up to 400 tokens.
-    services("down", "celery")
-    celery_up(ANSWER_MAX_NEW_TOKENS="400")
+    # A fresh generation worker writing long answers: the generator loads, then writes up to 400 tokens.
+    services("down", "celery-gpu")
+    celery_up("celery-gpu", ANSWER_MAX_NEW_TOKENS="400")
     try:
         asker = subprocess.Popen(
             [sys.executable, "manage.py", "ask", QUESTION, "--collection", scope, "--json"],
@@ -139,13 +139,13 @@ def test_a_worker_killed_during_a_generation_fails_the_answer_with_a_clear_messa
             "the generation", lambda: (row := latest_answer(scope)) and row[1] == "generating" and row, 120, 0.05
         )
         killed_at = time.monotonic()
-        for pid in worker_pool_processes():
+        for pid in worker_pool_processes("celery-gpu"):
             os.kill(pid, signal.SIGKILL)
         out, err = asker.communicate(timeout=120)
         waited = seconds_since(killed_at)
     finally:
-        services("down", "celery")
-        celery_up()
+        services("down", "celery-gpu")
+        celery_up("celery-gpu")
     result = json.loads(out)
     assert asker.returncode == 1, out + err
     assert result["state"] == "failed" and result["error"] == WORKER_LOST

@@ -18,9 +18,11 @@ def test_healthz_all_green(live_services: None) -> None:
     body = response.json()
     assert response.status_code == 200, body
     assert body["status"] == "ok"
-    assert set(body["checks"]) == {"database", "neo4j", "redis", "celery", "models", "vectors"}
+    assert set(body["checks"]) == {"database", "neo4j", "redis", "celery", "generation", "models", "vectors"}
     assert "Neo4j Kernel 5.26" in body["checks"]["neo4j"]["detail"]
-    assert "ingest" in body["checks"]["celery"]["detail"] and "gpu" in body["checks"]["celery"]["detail"]
+    celery, generation = body["checks"]["celery"]["detail"], body["checks"]["generation"]["detail"]
+    assert "ingest: ingest@" in celery and "attribution: ingest@" in celery and "maintenance: maintenance@" in celery
+    assert generation.startswith("gpu: gpu@") and "slots busy" in generation and "gpu@" not in celery
 
 
 def test_doctor_all_green(live_services: None, capsys: pytest.CaptureFixture[str]) -> None:

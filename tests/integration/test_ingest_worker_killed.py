@@ -19,9 +19,9 @@ pytestmark = pytest.mark.integration
 PASSAGES = 600  # long enough (tens of seconds) to be caught running
 
 
-def worker_pool_processes() -> list[int]:
-    """The pool (child) processes of the test Celery worker."""
-    main = int((Path(settings.STATE_DIR) / "run" / "celery.pid").read_text().split()[0])
+def worker_pool_processes(name: str = "celery-ingest") -> list[int]:
+    """The pool (child) processes of one test Celery worker (``celery-ingest``, ``celery-gpu``, ...)."""
+    main = int((Path(settings.STATE_DIR) / "run" / f"{name}.pid").read_text().split()[0])
     children = Path(f"/proc/{main}/task/{main}/children").read_text().split()
     return [int(pid) for pid in children]
 

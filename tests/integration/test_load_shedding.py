@@ -16,7 +16,9 @@ import redis
 from django.test import Client
 from pytest_django.fixtures import Settings
 
+from apps.answers import admission as answers_admission
 from apps.answers.models import Answer
+from apps.core import workers
 from apps.core.admission import PRIORITY_SEPARATOR, queue_admit
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db]
@@ -25,10 +27,12 @@ LIMIT = 3
 
 
 @pytest.fixture
-def full_queue(live_services: None, settings: Settings) -> Iterator[str]:
+def full_queue(live_services: None, settings: Settings, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     queue = f"gpu-shed-{uuid.uuid4().hex[:8]}"
     client = redis.Redis.from_url(settings.CELERY_BROKER_URL)
     settings.ANSWER_GENERATION_QUEUE = queue
+    # A worker "consumes" the test's queue, so that the depth is what refuses (see the last test).
+    monkeypatch.setattr(answers_admission, "queue_unserved", lambda queue: False)
     settings.MAX_GPU_QUEUE = LIMIT
     settings.SHED_RETRY_AFTER = 11
     client.rpush(queue, *[b"placeholder"] * (LIMIT - 1))
@@ -66,3 +70,22 @@ def test_a_full_generation_queue_sheds_the_search_form_with_the_busy_page(full_q
     assert response.status_code == 503 and response["Retry-After"] == "11"
     assert "<h1>Busy</h1>" in content and "answer generation queue full" in content
     assert Answer.objects.count() == before
+
+
+def test_a_question_for_a_queue_no_live_worker_consumes_is_refused_as_no_worker(
+    live_services: None, settings: Settings, client: Client
+) -> None:
+    """The real workers are asked (one broadcast): none consumes this queue, so the 503 says so."""
+    queue = f"gpu-unserved-{uuid.uuid4().hex[:8]}"
+    settings.ANSWER_GENERATION_QUEUE = queue
+    workers.consumers_forget()
+    before = Answer.objects.count()
+    response = client.post("/api/ask", {"question": "Who was Ada Lovelace?"}, content_type="application/json")
+    body = response.json()
+    assert response.status_code == 503 and response["Retry-After"] == str(settings.SHED_RETRY_AFTER), body
+    assert body["error"] == "no_worker"
+    assert body["message"].startswith(f"No generation worker is running (no Celery worker consumes the '{queue}'")
+    assert Answer.objects.count() == before
+    assert not workers.queue_unserved("gpu")  # the live generation worker answers: the check is not vacuous
+    assert not workers.queue_unserved("ingest") and workers.queue_unserved(queue)
+    workers.consumers_forget()

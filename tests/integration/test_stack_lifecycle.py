@@ -62,7 +62,7 @@ def test_make_up_then_down(tmp_path: Path, live_services: None) -> None:
         assert f"http://127.0.0.1:{web_port}/" in up.stdout
         pids = {
             name: int((tmp_path / "run" / f"{name}.pid").read_text().split()[0])
-            for name in ("neo4j", "redis", "celery", "web")
+            for name in ("neo4j", "redis", "celery-ingest", "celery-gpu", "celery-maintenance", "web")
         }
         processes = [member for pgid in pids.values() for member in group_members(pgid)]
         assert len(processes) > len(pids)  # the worker pool and gunicorn's workers run in those groups
@@ -93,4 +93,4 @@ def test_make_up_then_down(tmp_path: Path, live_services: None) -> None:
     assert not list((tmp_path / "run").glob("*.pid"))
     for pgid in pids.values():
         assert group_members(pgid) == []
-    assert "neo4j driver closed" in (tmp_path / "log" / "celery.log").read_text()
+    assert "neo4j driver closed" in (tmp_path / "log" / "celery-gpu.log").read_text()  # it ran graph_ping

@@ -26,3 +26,13 @@ def auditor(client: Client, db: None) -> Client:
     CollectionGrant.objects.create(collection=collection_ensure(name="demo"), user=user)
     client.force_login(user)
     return client
+
+
+@pytest.fixture(autouse=True)
+def workers_unknown(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Unit tests never ask real Celery workers which queues they consume: the answer is "unknown"
+    (callers go on as if a worker were there) unless a test fakes one (``consumers_fake``)."""
+    from apps.core import workers
+
+    workers.consumers_forget()
+    monkeypatch.setattr(workers, "consumers_ask", lambda **_: workers.UNKNOWN)

@@ -43,7 +43,13 @@ def test_fix_depends_on_whether_the_service_is_managed(settings: SettingsWrapper
     settings.NEO4J_URI = "neo4j+s://graph.example:7687"
     assert "neo4j+s://graph.example:7687" in fix_for("neo4j")
     settings.MANAGED_SERVICES = ["neo4j", "redis", "web"]
-    assert fix_for("celery") == "start a worker: celery -A ragkg worker -Q ingest,gpu"
+    assert fix_for("celery") == (
+        "start the workers: celery -A ragkg worker -Q ingest,attribution and "
+        "celery -A ragkg worker -Q maintenance -c 1 -B"
+    )
+    assert fix_for("generation") == "start a generation worker: celery -A ragkg worker -Q gpu"
+    settings.MANAGED_SERVICES = ["neo4j", "redis", "celery", "web"]
+    assert fix_for("generation").startswith("make up   (starts the generation worker")
 
 
 def test_dependency_unavailable_reads_well() -> None:

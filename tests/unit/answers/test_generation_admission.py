@@ -18,7 +18,8 @@ from apps.answers.admission import (
     worker_seconds,
 )
 from apps.answers.models import Answer
-from apps.core import admission
+from apps.answers.services import not_started_message
+from apps.core import admission, workers
 from apps.core.admission import Busy
 from apps.ingest.models import IngestJob
 from tests.unit.test_admission import fake, refused_before_retrieval
@@ -64,7 +65,6 @@ def test_the_typical_time_is_the_median_of_the_latest_answers_done_within_the_ho
 
 def test_running_counts_generating_answers_a_live_worker_may_still_hold(settings: SettingsWrapper) -> None:
     settings.ANSWER_QUEUE_TIMEOUT, settings.ANSWER_GENERATION_TIMEOUT = 15, 120
-    settings.WORKER_QUEUES = ["gpu"]
     generating(2)
     generating(1, age=timedelta(seconds=200))  # its worker died long ago
     Answer.objects.create(question="q", state=Answer.RETRIEVED)
@@ -72,17 +72,9 @@ def test_running_counts_generating_answers_a_live_worker_may_still_hold(settings
     assert generation_running() == 2
 
 
-def test_running_ingestion_jobs_take_slots_of_a_worker_that_serves_both_queues(settings: SettingsWrapper) -> None:
-    settings.MANAGED_SERVICES = ["neo4j", "redis", "celery", "web"]
-    settings.WORKER_QUEUES = ["ingest", settings.ANSWER_GENERATION_QUEUE]
-    settings.CELERY_TASK_TIME_LIMIT = 1800
+def test_ingestion_jobs_take_no_generation_slot_they_run_on_another_worker() -> None:
     generating(1)
-    now = timezone.now()
-    IngestJob.objects.create(collection="lab", state=IngestJob.RUNNING, started_at=now)
-    IngestJob.objects.create(collection="lab", state=IngestJob.RUNNING, started_at=now - timedelta(hours=1))
-    IngestJob.objects.create(collection="lab", state=IngestJob.QUEUED)
-    assert generation_running() == 2  # the hour-old job outlived the task time limit: its worker is gone
-    settings.MANAGED_SERVICES = ["neo4j", "redis", "web"]  # the workers run elsewhere, their queues unknown
+    IngestJob.objects.create(collection="lab", state=IngestJob.RUNNING, started_at=timezone.now())
     assert generation_running() == 1
 
 
@@ -97,9 +89,10 @@ def test_a_question_that_would_wait_too_long_is_refused_before_anything_is_recor
     before = Answer.objects.count()
     refused = refused_before_retrieval(monkeypatch)
     assert refused.message == (
-        "The server is busy (answer generation busy: a new question would wait about 30 s for a worker); "
-        "nothing was recorded. Please retry in 10 s."
+        "All 2 generation slots are busy (2 generating, 1 waiting): a new question would wait about 30 s for "
+        "one. Nothing was recorded; please try again in 15 s."
     )
+    assert refused.retry_after == 15 and refused.kind == "busy"  # the wait above ANSWER_QUEUE_TIMEOUT
     assert "2 generating, 1 waiting, 2 slots, 40.0 s a generation" in refused.reason
     assert Answer.objects.count() == before
 
@@ -122,3 +115,53 @@ def test_a_short_wait_no_estimate_yet_or_the_check_turned_off_admits(
     settings.GENERATION_SLOTS = 2
     monkeypatch.setattr(answers_admission, "generation_running", lambda: 0)
     generation_admit()  # every slot free
+
+
+def consumers_fake(monkeypatch: pytest.MonkeyPatch, by_queue: dict[str, tuple[str, ...]] | None) -> None:
+    """The workers' answer to "who consumes what" (None: they could not be asked)."""
+    answer = workers.UNKNOWN if by_queue is None else workers.Consumers(known=True, by_queue=by_queue)
+    workers.consumers_forget()
+    monkeypatch.setattr(workers, "consumers_ask", lambda **_: answer)
+
+
+def test_no_worker_on_the_generation_queue_is_said_so_before_retrieval_not_busy(
+    settings: SettingsWrapper, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    settings.MANAGED_SERVICES = ["neo4j", "redis", "celery", "web"]
+    settings.WORKER_QUEUES, settings.SHED_RETRY_AFTER = ["ingest", "gpu"], 10
+    monkeypatch.setattr(admission, "broker_client", fake({}))
+    consumers_fake(monkeypatch, {"ingest": ("ingest@host",), "attribution": ("ingest@host",)})
+    before = Answer.objects.count()
+    refused = refused_before_retrieval(monkeypatch)
+    assert refused.kind == "no_worker" and refused.retry_after == 10
+    assert refused.message.startswith(
+        f"No generation worker is running (no Celery worker consumes the '{settings.ANSWER_GENERATION_QUEUE}' queue)"
+    )
+    assert "Fix: make up" in refused.message and "busy" not in refused.message
+    assert Answer.objects.count() == before
+
+
+def test_a_generation_worker_or_an_unknown_answer_admits(
+    settings: SettingsWrapper, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(admission, "broker_client", fake({}))
+    consumers_fake(monkeypatch, {settings.ANSWER_GENERATION_QUEUE: ("gpu@host",)})
+    generation_admit()
+    consumers_fake(monkeypatch, None)  # Redis down or no reply: queueing says what is wrong
+    generation_admit()
+
+
+def test_the_question_not_started_in_time_is_told_why(
+    settings: SettingsWrapper, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    settings.ANSWER_QUEUE_TIMEOUT, settings.GENERATION_SLOTS = 15, 2
+    queue = settings.ANSWER_GENERATION_QUEUE
+    consumers_fake(monkeypatch, {"ingest": ("ingest@host",)})
+    assert not_started_message() == (
+        f"No generation worker is running (no Celery worker consumes the '{queue}' queue), so the question was "
+        "not answered. The evidence found is shown below."
+    )
+    consumers_fake(monkeypatch, {queue: ("gpu@host",)})
+    assert not_started_message().startswith("All 2 generation slots stayed busy for 15 s, so the question was not")
+    consumers_fake(monkeypatch, None)
+    assert not_started_message().startswith("No generation worker picked up the question within 15 s.")

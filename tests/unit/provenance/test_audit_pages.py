@@ -17,10 +17,11 @@ from django.test import Client
 
 from apps.answers.expansion import question_entity_ids
 from apps.answers.models import Answer
-from apps.provenance import services
+from apps.core import workers
+from apps.provenance import runs, services
 from apps.provenance.access import can_audit
 from apps.provenance.citations import cite
-from apps.provenance.models import AttributionRecord
+from apps.provenance.models import AttributionRecord, ExactRun
 from apps.provenance.pages import answer_segments
 from apps.provenance.storage import attribution_pack
 from apps.provenance.types import Attribution, TokenSpan
@@ -197,9 +198,10 @@ def test_visitors_are_sent_to_log_in(client: Client) -> None:
 
 def test_users_without_the_auditor_role_get_a_plain_403(outsider: Client, monkeypatch: pytest.MonkeyPatch) -> None:
     answer = make_answer(question="A private question about Warsaw?")
-    monkeypatch.setattr(services, "exact_request", lambda answer: pytest.fail("must not be queued"))
+    monkeypatch.setattr(runs, "exact_request", lambda answer, **_: pytest.fail("must not be queued"))
     urls = ["/audit/answers/", f"/audit/answers/{answer.id}/", f"/audit/answers/{answer.id}/export.json"]
-    for response in [*(outsider.get(url) for url in urls), outsider.post(f"/audit/answers/{answer.id}/exact/")]:
+    posts = [outsider.post(f"/audit/answers/{answer.id}/exact/{action}") for action in ("", "cancel/")]
+    for response in [*(outsider.get(url) for url in urls), *posts]:
         assert response.status_code == 403
         content = response.content.decode()
         assert "needs the auditor role" in content and "otto" in content
@@ -293,10 +295,10 @@ def test_segments_keep_every_character_and_put_markers_before_tokens() -> None:
 def test_exact_request_failure_is_a_plain_message(auditor: Client, monkeypatch: pytest.MonkeyPatch) -> None:
     answer = make_answer()
 
-    def unreachable(answer: Answer) -> str:
+    def unreachable(answer: Answer, **_: Any) -> ExactRun:
         raise services.ProvenanceError("The task queue (Redis) is not reachable; try again shortly.")
 
-    monkeypatch.setattr(services, "exact_request", unreachable)
+    monkeypatch.setattr(runs, "exact_request", unreachable)
     response = auditor.post(f"/audit/answers/{answer.id}/exact/")
     assert response.status_code == 302 and response["Location"] == f"/audit/answers/{answer.id}/"
     page = auditor.get(response["Location"])
@@ -309,16 +311,81 @@ def test_exact_request_failure_is_a_plain_message(auditor: Client, monkeypatch: 
 
 def test_exact_request_is_queued_and_reported(auditor: Client, monkeypatch: pytest.MonkeyPatch) -> None:
     answer = make_answer()
-    asked: list[uuid.UUID] = []
+    asked: list[tuple[uuid.UUID, str]] = []
 
-    def queued(answer: Answer) -> str:
-        asked.append(answer.id)
-        return "task-42"
+    def queued(answer: Answer, *, user: Any = None) -> ExactRun:
+        asked.append((answer.id, user.get_username()))
+        return ExactRun.objects.create(answer=answer, total=32)
 
-    monkeypatch.setattr(services, "exact_request", queued)
+    monkeypatch.setattr(runs, "exact_request", queued)
     page = auditor.post(f"/audit/answers/{answer.id}/exact/", follow=True)
-    assert asked == [answer.id]
-    assert "Exact attribution is queued (task task-42)" in page.content.decode()
+    assert asked == [(answer.id, "audrey")]
+    content = page.content.decode()
+    assert "Exact attribution is queued (32 passes)" in content
+    assert "exact attribution: <strong" in content and "queued</strong> 0/32" in content
+
+
+class FakeTask:
+    def __init__(self) -> None:
+        self.sent: list[tuple[Any, ...]] = []
+
+    def apply_async(self, *, args: tuple[Any, ...], queue: str) -> None:
+        self.sent.append((*args, queue))
+
+
+def test_a_running_exact_attribution_shows_its_progress_polls_and_can_be_cancelled(
+    auditor: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from apps.provenance import tasks
+
+    answer = make_answer()
+    task = FakeTask()
+    monkeypatch.setattr(tasks, "attribute_exact_task", task)
+    auditor.post(f"/audit/answers/{answer.id}/exact/")
+    run = ExactRun.objects.get(answer=answer)
+    assert task.sent == [(str(answer.id), run.id, "attribution")]  # its own queue, not the generation queue
+    assert run.requested_by is not None and run.requested_by.get_username() == "audrey"
+    ExactRun.objects.filter(id=run.id).update(state=ExactRun.RUNNING, done=12)
+
+    content = auditor.get(f"/audit/answers/{answer.id}/").content.decode()
+    assert "running</strong> 12/32" in content and ">Cancel</button>" in content
+    assert f'hx-get="/audit/answers/{answer.id}/exact/status/" hx-trigger="every 2s"' in content
+    assert "Run exact attribution" not in content  # one run at a time
+    polled = auditor.get(f"/audit/answers/{answer.id}/exact/status/", headers={"HX-Request": "true"})
+    assert polled.status_code == 200 and polled.content.decode().lstrip().startswith('<div id="exact-status"')
+
+    page = auditor.post(f"/audit/answers/{answer.id}/exact/cancel/", follow=True).content.decode()
+    run.refresh_from_db()
+    assert run.cancel_requested and run.state == ExactRun.RUNNING  # the worker stops between two passes
+    assert "stops after the pass it is running (12/32 passes done)" in page
+    assert "cancelling after the current pass" in page and ">Cancel</button>" not in page
+
+    ExactRun.objects.filter(id=run.id).update(state=ExactRun.CANCELLED)
+    polled = auditor.get(f"/audit/answers/{answer.id}/exact/status/", headers={"HX-Request": "true"})
+    done = polled.content.decode()
+    assert "cancelled</strong> 12/32" in done and "hx-trigger" not in done  # polling stops
+    assert "Run exact attribution" in done
+
+
+def test_a_queued_exact_attribution_is_cancelled_at_once_and_never_claimed(auditor: Client) -> None:
+    answer = make_answer()
+    run = ExactRun.objects.create(answer=answer, total=32)
+    auditor.post(f"/audit/answers/{answer.id}/exact/cancel/")
+    run.refresh_from_db()
+    assert run.state == ExactRun.CANCELLED and run.finished_at is not None
+    assert runs.exact_run_execute(run_id=run.id, generator_of=lambda: pytest.fail("not loaded")) is None
+    page = auditor.post(f"/audit/answers/{answer.id}/exact/cancel/", follow=True).content.decode()
+    assert "No exact attribution of this answer is queued or running." in page
+
+
+def test_no_worker_on_the_attribution_queue_is_said_before_anything_is_queued(
+    auditor: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    answer = make_answer()
+    monkeypatch.setattr(workers, "consumers_ask", lambda **_: workers.Consumers(known=True, by_queue={"gpu": ("g",)}))
+    page = auditor.post(f"/audit/answers/{answer.id}/exact/", follow=True).content.decode()
+    assert "No worker consumes the &#x27;attribution&#x27; queue" in page
+    assert not ExactRun.objects.filter(answer=answer).exists()
 
 
 # --- export -----------------------------------------------------------------------------------

@@ -15,9 +15,9 @@ from pytest_django.fixtures import Settings
 from apps.answers.models import Answer
 from apps.models.interfaces import Generator
 from apps.models.registry import generator as load_generator
-from apps.provenance import faithfulness
+from apps.provenance import faithfulness, runs
 from apps.provenance.exact import ExactParams
-from apps.provenance.models import AttributionRecord
+from apps.provenance.models import AttributionRecord, ExactRun
 from apps.provenance.services import answer_attribute_exact, answer_reattribute, provenance_record
 
 pytestmark = pytest.mark.django_db
@@ -87,3 +87,32 @@ def test_attribute_command_runs_exact_mode_here_and_refuses_unknown_answers(
     assert AttributionRecord.objects.filter(answer=answer).count() == 2
     with pytest.raises(CommandError, match="no answer"):
         call_command("attribute", "not-an-id")
+
+
+def test_an_exact_run_records_its_progress_and_stops_between_passes_when_cancelled(
+    generator: Generator, settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    settings.PROVENANCE_EXACT_ABLATIONS = 8
+    answer, _ = stored_answer(generator)
+    answer_reattribute(answer, generator)
+    seen: list[tuple[int, int]] = []
+    recorded = runs.run_progress
+
+    def progress(run_id: int, done: int, total: int) -> None:
+        seen.append((done, total))
+        if done == 3 and run_id == run.id:  # an auditor presses Cancel during the third pass
+            ExactRun.objects.filter(id=run_id).update(cancel_requested=True)
+        recorded(run_id, done, total)
+
+    run = ExactRun.objects.create(answer=answer, total=8)
+    monkeypatch.setattr(runs, "run_progress", progress)
+    ended = runs.exact_run_execute(run_id=run.id, generator_of=lambda: generator)
+    assert ended is not None and (ended.state, ended.done, ended.total) == ("cancelled", 3, 8)
+    assert seen == [(1, 8), (2, 8), (3, 8)] and ended.finished_at is not None
+    assert not AttributionRecord.objects.filter(answer=answer, mode="exact").exists()  # nothing stored
+    assert runs.exact_run_execute(run_id=run.id, generator_of=lambda: generator) is None  # claimed once only
+
+    again = ExactRun.objects.create(answer=answer, total=8)
+    ended = runs.exact_run_execute(run_id=again.id, generator_of=lambda: generator)
+    assert ended is not None and (ended.state, ended.done) == ("done", 8)
+    assert AttributionRecord.objects.get(answer=answer, mode="exact").forward_passes == 8

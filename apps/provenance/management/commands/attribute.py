@@ -8,21 +8,16 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from apps.answers.models import Answer
 from apps.models.registry import generator
-from apps.provenance.models import AttributionRecord
-from apps.provenance.services import (
-    ProvenanceError,
-    answer_attribute_exact,
-    answer_reattribute,
-    exact_request,
-    record_summary,
-)
+from apps.provenance.models import AttributionRecord, ExactRun
+from apps.provenance.runs import exact_request
+from apps.provenance.services import ProvenanceError, answer_attribute_exact, answer_reattribute, record_summary
 from apps.provenance.types import EXACT, FAST
 
 
 class Command(BaseCommand):
     help = (
         "Attribute an answer's tokens to its source sentences: fast mode again (in this process), or exact "
-        "mode (context ablation) on the gpu worker, reported next to the fast scores."
+        "mode (context ablation) on the attribution worker, reported next to the fast scores."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -63,17 +58,20 @@ class Command(BaseCommand):
                 )
 
     def _exact_on_worker(self, answer: Answer) -> None:
-        """Queue exact mode and wait for its record (the previous exact record, if any, is replaced)."""
-        AttributionRecord.objects.filter(answer=answer, mode=EXACT).delete()
+        """Queue exact mode and wait for its run to end (a previous exact record is replaced when it is done)."""
         try:
-            exact_request(answer)
+            run = exact_request(answer)
         except ProvenanceError as exc:
             raise CommandError(str(exc)) from exc
         deadline = time.monotonic() + settings.PROVENANCE_EXACT_TIMEOUT
-        while not AttributionRecord.objects.filter(answer=answer, mode=EXACT).exists():
+        while run.active:
             if time.monotonic() > deadline:
                 raise CommandError(
-                    f"exact attribution did not finish within {settings.PROVENANCE_EXACT_TIMEOUT} s; is a worker "
-                    f"consuming the '{settings.ANSWER_GENERATION_QUEUE}' queue? --here runs it in this process"
+                    f"exact attribution did not finish within {settings.PROVENANCE_EXACT_TIMEOUT} s "
+                    f"({run.state}, {run.done}/{run.total} passes); is a worker consuming the "
+                    f"'{settings.PROVENANCE_EXACT_QUEUE}' queue? --here runs it in this process"
                 )
             time.sleep(0.5)
+            run.refresh_from_db()
+        if run.state != ExactRun.DONE:
+            raise CommandError(f"exact attribution {run.state}" + (f": {run.error}" if run.error else ""))
