@@ -145,7 +145,7 @@ def attribute_seconds(generator: HFGenerator, prompt: Prompt, text: str) -> floa
 
 def quantile(values: Sequence[float], q: float) -> float:
     ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))] if ordered else 0.0
+    return float(ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]) if ordered else 0.0
 
 
 def summary(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
@@ -153,7 +153,7 @@ def summary(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
         return round(statistics.fmean(row[key] for row in rows), 4)
 
     def p50(key: str) -> float:
-        return round(statistics.median(row[key] for row in rows), 3)
+        return round(float(statistics.median(row[key] for row in rows)), 3)
 
     return {
         "questions": len(rows),

@@ -5,6 +5,9 @@ cd "$(dirname "$0")/.."
 PY="$1"
 trap '"$PY" scripts/services.py down' EXIT
 trap 'exit 130' INT TERM
+# The generator's weights: joined from their packages and converted once (a minute or two on the first
+# run), so the first question does not wait for it.
+"$PY" manage.py models --role generator --load >/dev/null || echo "the generator did not load; see: manage.py models --load"
 "$PY" scripts/services.py up
 # The demo corpus (once; later runs find it loaded).
 "$PY" manage.py load_demo --wait || echo "the demo corpus was not loaded; the app runs without it"

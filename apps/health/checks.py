@@ -168,9 +168,26 @@ def check_models() -> CheckResult:
         origin = spec.origin if spec is not None else None
         if origin is None or not (Path(origin).parent / weights).is_file():
             missing.append(f"{role}: package {package}")
+    missing.extend(_generator_missing())
     if missing:
         return _down(deps.MODELS, "missing " + "; ".join(missing))
     return CheckResult(deps.MODELS, True, f"offline profile: {len(OFFLINE_MODEL_PACKAGES)} model package(s) present")
+
+
+def _generator_missing() -> list[str]:
+    """The configured generator's chunk packages that are not installed (none for a one-file package,
+    which OFFLINE_MODEL_PACKAGES covers)."""
+    from apps.models.generator import OFFLINE_GENERATORS
+    from apps.models.packages import ModelPackageMissing, SplitGGUF
+
+    model = OFFLINE_GENERATORS[settings.GENERATOR]
+    if not isinstance(model.weights, SplitGGUF):
+        return []
+    try:
+        model.weights.part_files()
+    except ModelPackageMissing as exc:
+        return [f"generator ({model.name}): {exc}"]
+    return []
 
 
 def check_vectors() -> CheckResult:

@@ -84,6 +84,8 @@ class HFGenerator:
         self._tokenizer = tokenizer
         self._name = name
         self.source = source
+        self._prefixes: dict[str, tuple[list[int], Any]] = {}
+        self._prefix_lock = threading.Lock()
 
     @property
     def name(self) -> str:
@@ -114,6 +116,31 @@ class HFGenerator:
             raise TypeError(f"{self._name}: the chat template gave {type(encoded).__name__}, not token ids")
         return {key: value.to(self._model.device) for key, value in encoded.items()}
 
+    def prefix_past(self, input_ids: torch.Tensor, *, system: str | None) -> Any:
+        """A copy of the keys and values of the chat-rendered ``system`` message when ``input_ids``
+        start with it, else None. The system message (instructions and worked example) is the same
+        for every question, so it is computed once per process and only the sources and question are
+        prefilled per answer; the copy is the caller's to extend."""
+        import copy
+
+        import torch
+
+        if not system:
+            return None
+        with self._prefix_lock:
+            if system not in self._prefixes:
+                rendered = self._tokenizer.apply_chat_template(
+                    [{"role": "system", "content": system}], tokenize=True, return_dict=True
+                )
+                ids = list(rendered["input_ids"])
+                with torch.inference_mode():
+                    past = self._model(torch.tensor([ids], device=self._model.device), use_cache=True).cache
+                self._prefixes = {**dict(list(self._prefixes.items())[-3:]), system: (ids, past)}
+            ids, past = self._prefixes[system]
+        if len(ids) >= input_ids.shape[-1] or input_ids[0, : len(ids)].tolist() != ids:
+            return None
+        return copy.deepcopy(past)
+
     def _generation_kwargs(self, max_new_tokens: int, prompt_length: int) -> dict[str, Any]:
         from transformers import LogitsProcessorList
 
@@ -137,7 +164,10 @@ class HFGenerator:
         inputs = self.prompt_inputs(prompt, system=system)
         length = int(inputs["input_ids"].shape[1])
         output = self._model.generate(  # type: ignore[operator]
-            **inputs, **self._generation_kwargs(max_new_tokens, length), stopping_criteria=self._stops(length)
+            **inputs,
+            **self._generation_kwargs(max_new_tokens, length),
+            cache=self.prefix_past(inputs["input_ids"], system=system),
+            stopping_criteria=self._stops(length),
         )
         return answer_cut(str(self._tokenizer.decode(output[0][length:], skip_special_tokens=True)))
 
@@ -157,6 +187,7 @@ class HFGenerator:
                 self._model.generate(  # type: ignore[operator]
                     **inputs,
                     **self._generation_kwargs(max_new_tokens, length),
+                    cache=self.prefix_past(inputs["input_ids"], system=system),
                     streamer=streamer,
                     stopping_criteria=self._stops(length, stop),
                 )

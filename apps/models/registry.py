@@ -24,7 +24,6 @@ from django.core.exceptions import ImproperlyConfigured
 from apps.models import clip, packages, rerank, tagger, text
 from apps.models.generator import (
     OFFLINE_GENERATORS,
-    SplitGGUF,
     load_hub_generator,
     load_hub_tokenizer,
     load_offline,
@@ -32,6 +31,7 @@ from apps.models.generator import (
     offline_cache_dir,
 )
 from apps.models.interfaces import ClipEmbedder, Generator, ImageTagger, Reranker, TextEmbedder
+from apps.models.packages import SplitGGUF
 
 if TYPE_CHECKING:
     from transformers import PreTrainedTokenizerBase
