@@ -86,6 +86,7 @@ class HFGenerator:
         self.source = source
         self._prefixes: dict[str, tuple[list[int], Any]] = {}
         self._prefix_lock = threading.Lock()
+        self._last: tuple[list[int], Any] | None = None  # the last generation's token ids and cache
 
     @property
     def name(self) -> str:
@@ -132,7 +133,7 @@ class HFGenerator:
                 rendered = self._tokenizer.apply_chat_template(
                     [{"role": "system", "content": system}], tokenize=True, return_dict=True
                 )
-                ids = list(rendered["input_ids"])
+                ids = [int(token) for token in cast("dict[str, list[int]]", rendered)["input_ids"]]
                 with torch.inference_mode():
                     past = self._model(torch.tensor([ids], device=self._model.device), use_cache=True).cache
                 self._prefixes = {**dict(list(self._prefixes.items())[-3:]), system: (ids, past)}
@@ -140,6 +141,33 @@ class HFGenerator:
         if len(ids) >= input_ids.shape[-1] or input_ids[0, : len(ids)].tolist() != ids:
             return None
         return copy.deepcopy(past)
+
+    def prompt_past(self, prompt_ids: Sequence[int]) -> Any:
+        """The keys and values of ``prompt_ids[:-1]``, taken from the last generation when it read that
+        very prompt (attribution then needs no prefill of its own), else None. Each generation's cache
+        is handed out once."""
+        with self._prefix_lock:
+            last, self._last = self._last, None
+        if last is None:
+            return None
+        ids, past = last
+        keep = len(prompt_ids) - 1
+        if keep < 1 or len(ids) < keep or list(ids[:keep]) != list(prompt_ids[:keep]):
+            return None
+        extra = int(past.get_seq_length()) - keep
+        if extra < 0:
+            return None
+        if extra:
+            past.crop(-extra)  # transformers 5: a negative count drops that many tokens from the end
+        return past
+
+    def _remember(self, output: Any) -> None:
+        """Keep the cache of a finished generation for ``prompt_past``."""
+        cache = getattr(output, "cache", None)
+        sequences = getattr(output, "sequences", None)
+        if cache is not None and sequences is not None and hasattr(cache, "crop"):
+            with self._prefix_lock:
+                self._last = (sequences[0].tolist(), cache)
 
     def _generation_kwargs(self, max_new_tokens: int, prompt_length: int) -> dict[str, Any]:
         from transformers import LogitsProcessorList
@@ -150,6 +178,7 @@ class HFGenerator:
             "do_sample": False,
             "pad_token_id": pad if pad is not None else self._tokenizer.eos_token_id,
             "logits_processor": LogitsProcessorList([_answer_ngram_block(prompt_length, NO_REPEAT_NGRAM)]),
+            "return_dict_in_generate": True,
         }
 
     def _stops(self, prompt_length: int, event: threading.Event | None = None) -> Any:
@@ -169,7 +198,8 @@ class HFGenerator:
             cache=self.prefix_past(inputs["input_ids"], system=system),
             stopping_criteria=self._stops(length),
         )
-        return answer_cut(str(self._tokenizer.decode(output[0][length:], skip_special_tokens=True)))
+        self._remember(output)
+        return answer_cut(str(self._tokenizer.decode(output.sequences[0][length:], skip_special_tokens=True)))
 
     def stream(self, prompt: str, *, max_new_tokens: int, system: str | None = None) -> abc.Generator[str, None, None]:
         """Text pieces as they are generated (in a background thread). Closing the iterator
@@ -184,13 +214,14 @@ class HFGenerator:
 
         def run() -> None:
             try:
-                self._model.generate(  # type: ignore[operator]
+                output = self._model.generate(  # type: ignore[operator]
                     **inputs,
                     **self._generation_kwargs(max_new_tokens, length),
                     cache=self.prefix_past(inputs["input_ids"], system=system),
                     streamer=streamer,
                     stopping_criteria=self._stops(length, stop),
                 )
+                self._remember(output)
             except BaseException as exc:  # re-raised in the consuming thread
                 failures.append(exc)
                 streamer.end()  # type: ignore[no-untyped-call]

@@ -66,15 +66,19 @@ def eager_attention(model: Any) -> Iterator[None]:
             model.set_attn_implementation(previous)
 
 
-def layer_attention(model: Any, layout: Layout) -> npt.NDArray[np.float32]:
+def layer_attention(model: Any, layout: Layout, past: Any = None) -> npt.NDArray[np.float32]:
     """(layers, answer tokens, prompt tokens): head-averaged attention from the position that
-    produced each answer token to every prompt token."""
+    produced each answer token to every prompt token. ``past``, the keys and values of all prompt
+    tokens but the last (what generation computed), saves the prefill."""
     import torch
 
     prompt, answer = layout.prompt_ids, layout.answer_ids
     device = model.device
     with torch.inference_mode():
-        cache = model(torch.tensor([prompt[:-1]], device=device), use_cache=True, logits_to_keep=1).cache
+        if past is not None and past.get_seq_length() == len(prompt) - 1:
+            cache = past
+        else:
+            cache = model(torch.tensor([prompt[:-1]], device=device), use_cache=True, logits_to_keep=1).cache
         queries = torch.tensor([[prompt[-1], *answer[:-1]]], device=device)
         with eager_attention(model):
             output = model(queries, cache=cache, use_cache=True, output_attentions=True, logits_to_keep=1)
@@ -130,12 +134,20 @@ def copy_scores(
 
 
 def fast_attribute(
-    *, model: Any, model_name: str, layout: Layout, answer: str, unit_texts: Sequence[str], params: FastParams
+    *,
+    model: Any,
+    model_name: str,
+    layout: Layout,
+    answer: str,
+    unit_texts: Sequence[str],
+    params: FastParams,
+    past: Any = None,
 ) -> Attribution:
-    """Fast-mode scores for every answer token (one extra forward pass over the answer)."""
+    """Fast-mode scores for every answer token (one extra forward pass over the answer, and one over
+    the prompt unless ``past`` holds it)."""
 
     def score() -> tuple[npt.NDArray[np.float32], int]:
-        attention = unit_attention(layer_attention(model, layout), layout, params)
+        attention = unit_attention(layer_attention(model, layout, past), layout, params)
         copied = copy_scores(answer, layout.answer_tokens, unit_texts, params.min_copy)
         has_copy = copied.sum(axis=1, keepdims=True) > 0
         weight = np.where(has_copy, params.lexical_weight, 0.0).astype(np.float32)
@@ -153,6 +165,7 @@ class FastAttributor:
     method: str = METHOD
 
     def attribute(self, *, generator: Generator, layout: Layout, answer: str, unit_texts: Sequence[str]) -> Attribution:
+        prompt_past = getattr(generator, "prompt_past", None)  # what the generation computed, when it can lend it
         return fast_attribute(
             model=generator.model,
             model_name=generator.name,
@@ -160,4 +173,5 @@ class FastAttributor:
             answer=answer,
             unit_texts=unit_texts,
             params=self.params,
+            past=prompt_past(layout.prompt_ids) if prompt_past is not None else None,
         )
