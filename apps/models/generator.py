@@ -184,7 +184,7 @@ class HFGenerator:
     def _stops(self, prompt_length: int, event: threading.Event | None = None) -> Any:
         from transformers import StoppingCriteriaList
 
-        criteria = [_stop_at_texts(self._tokenizer, prompt_length, STOP_TEXTS)]
+        criteria = [_stop_at_texts(self._tokenizer, prompt_length)]
         if event is not None:
             criteria.append(_stop_when(event))
         return StoppingCriteriaList(criteria)
@@ -228,9 +228,16 @@ class HFGenerator:
 
         thread = threading.Thread(target=run, name="generator-stream", daemon=True)
         thread.start()
+        written = ""
         try:
             for piece in streamer:
+                cut = stop_at(written + piece)
+                if cut is not None:  # the answer ends here: the stop text itself is never shown
+                    if rest := (written + piece)[len(written) : cut]:
+                        yield rest
+                    break
                 if piece:
+                    written += piece
                     yield piece
         finally:
             stop.set()
@@ -252,10 +259,17 @@ def _stop_when(event: threading.Event) -> Any:
     return _EventStop()
 
 
+def stop_at(text: str) -> int | None:
+    """Where the first stop text begins in ``text`` (leading white space does not count), or None."""
+    lead = len(text) - len(text.lstrip())
+    found = [index for stop in STOP_TEXTS if (index := text.find(stop, lead)) >= 0]
+    return min(found) if found else None
+
+
 def answer_cut(text: str) -> str:
     """The generated text up to the first stop text (the stop itself is not part of the answer)."""
-    cut = min((index for stop in STOP_TEXTS if (index := text.find(stop)) >= 0), default=len(text))
-    return text[:cut].strip()
+    cut = stop_at(text)
+    return (text if cut is None else text[:cut]).strip()
 
 
 def _answer_ngram_block(prompt_length: int, size: int) -> Any:
@@ -287,16 +301,14 @@ def banned_next_tokens(answer: Sequence[int], size: int) -> set[int]:
     }
 
 
-def _stop_at_texts(tokenizer: PreTrainedTokenizerBase, prompt_length: int, texts: Sequence[str]) -> Any:
-    """A stopping criterion: the answer so far contains one of ``texts`` (checked on its last tokens)."""
+def _stop_at_texts(tokenizer: PreTrainedTokenizerBase, prompt_length: int) -> Any:
+    """A stopping criterion: the answer so far contains a stop text (``stop_at``)."""
     import torch
     from transformers import StoppingCriteria
 
     class _TextStop(StoppingCriteria):
         def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor, **kwargs: Any) -> torch.BoolTensor:
-            done = [
-                any(text in tokenizer.decode(row[prompt_length:][-8:]) for text in texts) for row in input_ids.tolist()
-            ]
+            done = [stop_at(str(tokenizer.decode(row[prompt_length:]))) is not None for row in input_ids.tolist()]
             return cast("torch.BoolTensor", torch.tensor(done, dtype=torch.bool, device=input_ids.device))
 
     return _TextStop()

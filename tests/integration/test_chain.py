@@ -6,6 +6,7 @@ Every test deploys its own anchor contract, so tests share the chain but no cont
 from __future__ import annotations
 
 import json
+import re
 import socket
 import time
 from collections.abc import Iterator
@@ -231,7 +232,7 @@ def test_state_survives_a_restart(chain: Chain, contract: str) -> None:
     receipt = mined(chain, tx_hash)
     state = Path(settings.STATE_DIR) / "chain" / "anvil-state.json"
 
-    assert "chain   stopped" in services("down", "chain").stdout
+    assert re.search(r"^chain\s+stopped$", services("down", "chain").stdout, re.MULTILINE)
     assert state.is_file()
     with pytest.raises(ChainError, match="unreachable"):
         chain.head()

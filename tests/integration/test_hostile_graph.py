@@ -20,6 +20,7 @@ from pytest_django.fixtures import Settings
 
 from apps.accounts.services import collection_ensure, collection_grant, group_member_set
 from apps.answers.models import Answer
+from apps.answers.prompt import SYSTEM
 from apps.curation import services
 from apps.curation.services import CurationError
 from apps.ingest.services import default_extractor, upload_ingest
@@ -221,7 +222,7 @@ def test_prompt_injection_in_a_document_stays_data(corpus: dict[str, str], lara:
     prompt = answer.prompt_system + answer.prompt_user
     assert "Nightjar" not in prompt and "Grace Hopper" not in prompt
     assert "Ignore previous instructions" in answer.prompt_user  # quoted as a source, not obeyed
-    assert answer.prompt_system.startswith("You answer questions using only the numbered sources")
+    assert answer.prompt_system == SYSTEM
     assert "Nightjar" not in json.dumps(result)
     page = lara.get(f"/ask/{answer.id}/").content.decode()
     assert "<script>alert('pwned')</script>" not in page and "<b>doc</b>" not in page

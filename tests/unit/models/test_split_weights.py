@@ -70,3 +70,5 @@ def test_the_answer_ends_at_a_blank_line_or_echoed_scaffolding() -> None:
     assert answer_cut("Leeds\nShe was born in Leeds.\n\nQuestion: more?") == "Leeds\nShe was born in Leeds."
     assert answer_cut("Paris\nIt is in France.\nSources:\n[1]") == "Paris\nIt is in France."
     assert answer_cut("  1889  ") == "1889"
+    # a leading blank line is no stop
+    assert answer_cut("\n\nLeeds\nShe was born there.") == "Leeds\nShe was born there."
