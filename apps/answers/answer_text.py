@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import re
 
+from apps.provenance.citations import MODEL_MARKER
+
 LEAD_LABEL = re.compile(
     r"^\s*(?:(?:short\s+)?answer|the\s+answer(?:\s+to\s+(?:this|the)\s+question)?\s+is|support(?:ing sentence)?)"
     r"\s*[:\-\u2013]\s*",
     re.IGNORECASE,
 )
 SOURCE_HEADER = re.compile(r"^\s*\[\d+\]\s*\((?:passage|table row|image description) from [^)\n]*\)\s*", re.MULTILINE)
-MARKER = re.compile(r"\s*\[\d+(?:\s*[,;\u2013-]\s*\d+)*\]")
 
 
 def answer_clean(text: str) -> str:
@@ -30,5 +31,5 @@ def short_answer(text: str) -> str:
     """The short answer: the first non-empty line of the cleaned answer, without citation markers
     and without a final full stop."""
     lines = answer_clean(text).splitlines()
-    first = MARKER.sub("", lines[0]).strip() if lines else ""
+    first = MODEL_MARKER.sub("", lines[0]).strip() if lines else ""
     return first[:-1].rstrip() if first.endswith(".") else first

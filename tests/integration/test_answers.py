@@ -113,17 +113,22 @@ def test_expansion_never_leaves_the_allowed_collections(
     assert "society.txt" in {c.document for c in both.candidates}
 
 
-def test_every_stage_is_traced_under_the_request_span(corpus: dict[str, str], tools: RetrievalTools) -> None:
-    tracing_reset()
-    answer_ask(
+def ask_moss(tools: RetrievalTools, *, generate: bool) -> dict[str, Any]:
+    """The test question over the "moss" collection, in graph mode, as an anonymous asker."""
+    return answer_ask(
         question=QUESTION,
         collections=["moss"],
-        generate=False,
+        generate=generate,
         mode="graph",
         user=None,
         tools=tools,
         params=retrieval_params(),
     )
+
+
+def test_every_stage_is_traced_under_the_request_span(corpus: dict[str, str], tools: RetrievalTools) -> None:
+    tracing_reset()
+    ask_moss(tools, generate=False)
     spans = {span.name: span for span in finished_spans()}
     ask = spans["ask"]
     for stage in ("analysis", "embed", "vector_search", "graph_expansion", "rerank", "selection", "assembly"):
@@ -175,15 +180,7 @@ def test_neo4j_down_gives_a_clear_message(corpus: dict[str, str], tools: Retriev
     dead = GraphDatabase.driver(f"bolt://127.0.0.1:{free_port()}", auth=("neo4j", "x"), connection_timeout=1)
     try:
         with pytest.raises(AnswerError) as raised:
-            answer_ask(
-                question=QUESTION,
-                collections=["moss"],
-                generate=True,
-                mode="graph",
-                user=None,
-                tools=dataclasses.replace(tools, driver=dead),
-                params=retrieval_params(),
-            )
+            ask_moss(dataclasses.replace(tools, driver=dead), generate=True)
     finally:
         dead.close()
     assert raised.value.message == GRAPH_DOWN and raised.value.stage == "graph_expansion"
@@ -198,22 +195,11 @@ def test_no_generation_worker_refuses_the_question_at_once_and_says_why(
     consumers_forget()
     started = time.monotonic()
     with pytest.raises(Busy, match="No generation worker is running") as refused:
-        answer_ask(
-            question=QUESTION,
-            collections=["moss"],
-            generate=True,
-            mode="graph",
-            user=None,
-            tools=tools,
-            params=retrieval_params(),
-        )
+        ask_moss(tools, generate=True)
     assert time.monotonic() - started < 15
     assert "'gpu-nobody-consumes' queue" in str(refused.value)
     assert not Answer.objects.exists(), "nothing is recorded for a question no worker can take"
-    evidence = answer_ask(
-        question=QUESTION, collections=["moss"], generate=False, mode="graph", user=None, tools=tools,
-        params=retrieval_params(),
-    )  # fmt: skip
+    evidence = ask_moss(tools, generate=False)
     assert evidence["sources"], "questions without generation still work"
 
 
