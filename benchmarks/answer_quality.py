@@ -9,11 +9,16 @@ settings are tuned on; 2WikiMultihopQA dev300, the validation set) and retrieval
   order fixed by the question id (reading alone);
 - ``pipeline``: stages 1-6 against the dataset's corpus, ingested into its own collection of a
   private Neo4j (state under var/bench-multihop, shared with ``make bench-multihop``);
+- ``foreign``: stages 1-6 against another dataset's collection, which does not hold the answer
+  (``apps.answers.evaluate.FOREIGN``): every answer should be "Not found in your documents";
 the prompt is the one the app builds (``apps.answers.prompt``), generation the app's streaming
 generator, and fast attribution the app's. Reported per run: exact match, token F1 and "answer
 contains the gold" of the short answer (the first line), time to first token, time to the short
 answer, generation and attribution time, prompt tokens, answer tokens and decoding speed, plus
-the load average. Writes benchmarks/results/answer_quality.json and prints a Markdown table.
+the load average. "Not found" is decided as the app decides it (``apps.answers.support``: the retrieval
+thresholds before generation, then the generator's own refusal or an unsupported short answer); a
+refused answer scores 0, and ``refused`` is the share refused. Writes
+benchmarks/results/answer_quality.json and prints a Markdown table.
 """
 
 from __future__ import annotations
@@ -40,9 +45,17 @@ django.setup()
 
 from django.conf import settings
 
-from apps.answers.answer_text import short_answer
+from apps.answers.answer_text import answer_clean, lines_written, short_answer
+from apps.answers.evaluate import FOREIGN
 from apps.answers.evaluation import EvalQuestion, eval_questions, exact_match, f1_score, normalise_answer
-from apps.answers.prompt import prompt_assemble
+from apps.answers.prompt import NOT_FOUND, prompt_assemble
+from apps.answers.support import (
+    EvidenceParams,
+    answer_refusal,
+    evidence_measure,
+    evidence_sufficient,
+    prompt_sources_text,
+)
 from apps.answers.types import Prompt, Source
 from apps.ingest.chunking import split_sentences
 from apps.models.generator import OFFLINE_GENERATORS, HFGenerator, load_offline
@@ -51,7 +64,14 @@ from apps.provenance.layout import layout_build
 from apps.provenance.units import source_units, unit_texts
 
 DATASETS = ("hotpotqa", "musique", "2wiki")
-RETRIEVALS = ("gold", "pipeline")
+RETRIEVALS = ("gold", "pipeline", "foreign")
+
+
+EVIDENCE = EvidenceParams(
+    min_similarity=settings.ANSWER_MIN_SIMILARITY,
+    min_coverage=settings.ANSWER_MIN_COVERAGE,
+    min_answer_support=settings.ANSWER_MIN_ANSWER_SUPPORT,
+)
 
 
 def log(message: str) -> None:
@@ -89,7 +109,8 @@ class PipelinePrompts:
         self._params = retrieval_params(mode="graph")
         self._ready: set[str] = set()
 
-    def prompt(self, dataset: str, question: EvalQuestion) -> tuple[Prompt, float]:
+    def prompt(self, dataset: str, question: EvalQuestion) -> tuple[Prompt, float, bool]:
+        """The prompt, the retrieval's milliseconds, and whether its evidence is enough to generate."""
         from apps.answers.pipeline import retrieve
 
         if dataset not in self._ready:
@@ -98,25 +119,47 @@ class PipelinePrompts:
         retrieval = retrieve(
             question=question.question, collections=[self._collection(dataset)], tools=self._tools, params=self._params
         )
-        return retrieval.prompt, sum(retrieval.timings_ms.values())
+        enough = evidence_sufficient(evidence_measure(question.question, retrieval.sources), EVIDENCE)
+        return retrieval.prompt, sum(retrieval.timings_ms.values()), enough
 
 
-def answer_once(generator: HFGenerator, prompt: Prompt, max_new_tokens: int) -> dict[str, Any]:
+NOT_GENERATED = {
+    "text": "",
+    "first_token_s": 0.0,
+    "short_answer_s": 0.0,
+    "generation_s": 0.0,
+    "attribution_s": 0.0,
+    "total_s": 0.0,
+    "answer_tokens": 0,
+    "tokens_per_second": 0.0,
+}
+
+
+def answer_once(
+    generator: HFGenerator, prompt: Prompt, max_new_tokens: int, *, attribute: bool = True
+) -> dict[str, Any]:
     """Stream one answer as the worker does; time the first piece, the short answer (the first line
     break) and the end; then time fast attribution over it."""
     started = time.perf_counter()
     first = short = None
     pieces: list[str] = []
-    for piece in generator.stream(prompt.user, system=prompt.system, max_new_tokens=max_new_tokens):
-        now = time.perf_counter() - started
-        first = now if first is None else first
-        pieces.append(piece)
-        if short is None and "\n" in "".join(pieces).strip():
-            short = now
+    lines = 0 if settings.ANSWER_SUPPORT_SENTENCE else 1  # as the worker stops (apps.answers.generation)
+    stream = generator.stream(prompt.user, system=prompt.system, max_new_tokens=max_new_tokens)
+    try:
+        for piece in stream:
+            now = time.perf_counter() - started
+            first = now if first is None else first
+            pieces.append(piece)
+            if short is None and lines_written("".join(pieces)) >= 1:
+                short = now
+            if lines and lines_written("".join(pieces)) >= lines:
+                break
+    finally:
+        stream.close()
     generated = time.perf_counter() - started
     text = "".join(pieces).strip()
     tokens = len(generator.tokenizer.encode(text, add_special_tokens=False)) if text else 0
-    attribution = attribute_seconds(generator, prompt, text)
+    attribution = attribute_seconds(generator, prompt, text) if attribute else 0.0
     return {
         "text": text,
         "first_token_s": first if first is not None else generated,
@@ -152,20 +195,24 @@ def summary(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
     def mean(key: str) -> float:
         return round(statistics.fmean(row[key] for row in rows), 4)
 
+    generated = [row for row in rows if row["refused"] != "retrieval"]  # timings: answers that were generated
+
     def p50(key: str) -> float:
-        return round(float(statistics.median(row[key] for row in rows)), 3)
+        return round(float(statistics.median(row[key] for row in generated)), 3) if generated else 0.0
 
     return {
         "questions": len(rows),
         "exact_match": mean("em"),
         "f1": mean("f1"),
         "contains": mean("contains"),
+        "refused": round(sum(bool(row["refused"]) for row in rows) / len(rows), 4),
+        "refused_by_retrieval": round(sum(row["refused"] == "retrieval" for row in rows) / len(rows), 4),
         "first_token_p50_s": p50("first_token_s"),
         "short_answer_p50_s": p50("short_answer_s"),
         "generation_p50_s": p50("generation_s"),
         "attribution_p50_s": p50("attribution_s"),
         "total_p50_s": p50("total_s"),
-        "total_p95_s": round(quantile([row["total_s"] for row in rows], 0.95), 3),
+        "total_p95_s": round(quantile([row["total_s"] for row in generated], 0.95), 3),
         "prompt_tokens_mean": round(statistics.fmean(row["prompt_tokens"] for row in rows), 1),
         "answer_tokens_mean": round(statistics.fmean(row["answer_tokens"] for row in rows), 1),
         "tokens_per_second_p50": p50("tokens_per_second"),
@@ -185,6 +232,7 @@ def run(
     count = generator.tokenizer
     rows = []
     for question in questions:
+        enough = True
         if retrieval == "gold":
             sources = gold_sources(question)
             prompt = prompt_assemble(
@@ -193,10 +241,20 @@ def run(
             retrieval_ms = 0.0
         else:
             assert pipeline is not None
-            prompt, retrieval_ms = pipeline.prompt(dataset, question)
+            searched = FOREIGN[dataset] if retrieval == "foreign" else dataset
+            prompt, retrieval_ms, enough = pipeline.prompt(searched, question)
         prompt_tokens = int(generator.prompt_inputs(prompt.user, system=prompt.system)["input_ids"].shape[1])
-        result = answer_once(generator, prompt, max_new_tokens)
-        short = short_answer(result["text"])
+        if enough:
+            result = answer_once(generator, prompt, max_new_tokens, attribute=retrieval != "foreign")
+            refusal = answer_refusal(
+                answer_clean(result["text"]),
+                shown=prompt_sources_text(prompt.user),
+                question=question.question,
+                min_support=EVIDENCE.min_answer_support,
+            )
+        else:
+            result, refusal = dict(NOT_GENERATED), "retrieval"
+        short = NOT_FOUND if refusal else short_answer(result["text"])
         gold = [normalise_answer(answer) for answer in question.answers]
         rows.append(
             {
@@ -204,29 +262,35 @@ def run(
                 "question": question.question,
                 "gold": question.answers[0],
                 "short": short,
+                "refused": refusal,
                 **result,
                 "em": exact_match(short, question.answers),
                 "f1": f1_score(short, question.answers),
-                "contains": float(any(answer and answer in normalise_answer(result["text"]) for answer in gold)),
+                "contains": float(
+                    not refusal and any(answer and answer in normalise_answer(result["text"]) for answer in gold)
+                ),
                 "prompt_tokens": prompt_tokens,
                 "retrieval_ms": retrieval_ms,
             }
         )
+        row = rows[-1]
+        log(f"{dataset} {retrieval} {question.id}: {row['short']!r} (gold {row['gold']!r}, refused {refusal or '-'})")
     return summary(rows), rows
 
 
 def markdown(results: Sequence[dict[str, Any]]) -> str:
     lines = [
-        "| generator | dataset | retrieval | n | EM | F1 | contains | TTFT p50 | short p50 | total p50 (+attr) | "
-        "prompt tok | tok/s |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| generator | dataset | retrieval | n | EM | F1 | contains | not found | TTFT p50 | short p50 | "
+        "total p50 (+attr) | prompt tok | tok/s |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in results:
         s = r["summary"]
         lines.append(
             f"| {r['generator']} | {r['dataset']} | {r['retrieval']} | {s['questions']} | {s['exact_match']:.2f} | "
-            f"{s['f1']:.2f} | {s['contains']:.2f} | {s['first_token_p50_s']:.2f} s | {s['short_answer_p50_s']:.2f} s | "
-            f"{s['total_p50_s']:.2f} s | {s['prompt_tokens_mean']:.0f} | {s['tokens_per_second_p50']:.1f} |"
+            f"{s['f1']:.2f} | {s['contains']:.2f} | {s['refused']:.2f} | {s['first_token_p50_s']:.2f} s | "
+            f"{s['short_answer_p50_s']:.2f} s | {s['total_p50_s']:.2f} s | {s['prompt_tokens_mean']:.0f} | "
+            f"{s['tokens_per_second_p50']:.1f} |"
         )
     return "\n".join(lines)
 
@@ -244,7 +308,7 @@ def main() -> int:
 
     torch.set_num_threads(settings.ANSWER_TORCH_THREADS if settings.ANSWER_TORCH_THREADS > 1 else os.cpu_count() or 1)
     retrievals = [r for r in args.retrieval.split(",") if r]
-    pipeline = PipelinePrompts() if "pipeline" in retrievals else None
+    pipeline = PipelinePrompts() if set(retrievals) - {"gold"} else None
     data_dir = Path(settings.DEMO_DATA_DIR)
     questions = {d: eval_questions(d, data_dir)[: args.limit] for d in args.datasets.split(",") if d}
     load_before = os.getloadavg()

@@ -76,6 +76,7 @@ def env_float(
     default: float,
     *,
     minimum: float | None = None,
+    maximum: float | None = None,
     environ: Mapping[str, str] | None = None,
 ) -> float:
     value = _raw(name, environ)
@@ -87,6 +88,8 @@ def env_float(
         raise EnvError(f"{name}={value!r} is not a number") from None
     if minimum is not None and number < minimum:
         raise EnvError(f"{name}={number} is below the minimum {minimum}")
+    if maximum is not None and number > maximum:
+        raise EnvError(f"{name}={number} is above the maximum {maximum}")
     return number
 
 

@@ -8,6 +8,7 @@ so it never touches a development or production stack.
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 TEST_ENVIRONMENT = {
     "DJANGO_SETTINGS_MODULE": "ragkg.settings",
@@ -28,8 +29,16 @@ TEST_ENVIRONMENT = {
     "RAGKG_MANAGED_SERVICES": "neo4j,redis,celery,web,chain",
     "RAGKG_WORKER_QUEUES": "ingest,gpu",
     "RAGKG_MODEL_PROFILE": "offline",
-    # The small generator: the tests check wiring and provenance, benchmarks measure the default.
+    # The small generator: the tests check wiring and provenance, benchmarks measure the default (which
+    # the browser tests' stack runs, tests/browser/conftest.py).
     "RAGKG_GENERATOR": "smollm2",
+    # Converted model copies are keyed by package version and safe to share: kept beside the venv, so
+    # a fresh clone converts each generator once per machine, not once per run.
+    # The small generator's answers are often wrong, and the tests of wiring and provenance need its text
+    # kept: no refusal of unsupported short answers here (the tests of that set it; the browser stack runs
+    # the product's setting).
+    "ANSWER_MIN_ANSWER_SUPPORT": "0",
+    "RAGKG_MODEL_CACHE_DIR": str(Path.home() / ".cache" / "ragkg" / "models"),
     "HEALTH_CHECK_TIMEOUT": "3.0",
     "TRACING_EXPORTER": "memory",
     "ANSWER_MAX_NEW_TOKENS": "40",

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -26,9 +27,21 @@ SERVICES = [sys.executable, str(BASE_DIR / "scripts" / "services.py")]
 LIVE = ["redis", "neo4j", "chain", "celery"]
 
 
-def services(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-    """Run scripts/services.py with the test environment."""
-    return subprocess.run([*SERVICES, *args], cwd=BASE_DIR, capture_output=True, text=True, check=check, timeout=300)
+def services(
+    *args: str, check: bool = True, env: dict[str, str | None] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Run scripts/services.py with the test environment, changed by ``env`` for the processes it starts
+    (a None value removes the variable: the setting's own default then)."""
+    changed = {**os.environ, **(env or {})}
+    return subprocess.run(
+        [*SERVICES, *args],
+        cwd=BASE_DIR,
+        capture_output=True,
+        text=True,
+        check=check,
+        timeout=300,
+        env={name: value for name, value in changed.items() if value is not None},
+    )
 
 
 def _running() -> set[str]:
@@ -37,10 +50,10 @@ def _running() -> set[str]:
 
 
 @contextlib.contextmanager
-def web_server_running() -> Iterator[str]:
-    """The test web server's base URL; started here unless it already ran, and then stopped."""
+def web_server_running(env: dict[str, str | None] | None = None) -> Iterator[str]:
+    """The test web server's base URL; started here (with ``env`` added) unless it already ran, and then stopped."""
     before = _running()
-    result = services("up", "web", check=False)
+    result = services("up", "web", check=False, env=env)
     if result.returncode != 0:
         pytest.fail(f"could not start the test web server:\n{result.stdout}\n{result.stderr}")
     yield f"http://{settings.WEB_HOST}:{settings.WEB_PORT}"

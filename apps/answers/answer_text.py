@@ -27,6 +27,11 @@ def answer_clean(text: str) -> str:
     return "\n".join(line.rstrip() for line in lines if line.strip()).strip()
 
 
+def lines_written(text: str) -> int:
+    """How many lines of ``text`` are finished (ended by a line break) and not blank."""
+    return sum(1 for line in text.split("\n")[:-1] if line.strip())
+
+
 def short_answer(text: str) -> str:
     """The short answer: the first non-empty line of the cleaned answer, without citation markers
     and without a final full stop."""

@@ -25,6 +25,11 @@ from apps.models.interfaces import Generator
 logger = logging.getLogger(__name__)
 
 
+# For "not found" measurements: each dataset's questions asked against a collection that does not hold
+# their answers (another dataset's corpus).
+FOREIGN = {"hotpotqa": "musique", "musique": "2wiki", "2wiki": "hotpotqa"}
+
+
 def eval_collection(dataset: str) -> str:
     return f"eval-{dataset}"
 

@@ -21,8 +21,10 @@ from django.conf import settings
 from django.utils import timezone
 
 from apps.answers import streams
-from apps.answers.answer_text import answer_clean
+from apps.answers.answer_text import answer_clean, lines_written
 from apps.answers.models import Answer
+from apps.answers.prompt import NOT_FOUND
+from apps.answers.support import SAID, UNSUPPORTED_WORDS, answer_refusal, prompt_sources_text
 from apps.models.interfaces import Generator
 from apps.observability.tracing import span_set, stage_span
 from apps.provenance.services import answer_attribute_fast
@@ -50,9 +52,17 @@ class GenerationResult:
 
 
 def stream_answer(
-    *, answer_id: str, generator: Generator, system: str, user: str, max_new_tokens: int, timeout: float
+    *,
+    answer_id: str,
+    generator: Generator,
+    system: str,
+    user: str,
+    max_new_tokens: int,
+    timeout: float,
+    lines: int = 0,
 ) -> GenerationResult:
-    """Generate, publishing each piece; stop early (keeping the text so far) past ``timeout``."""
+    """Generate, publishing each piece; stop early (keeping the text so far) past ``timeout``, and
+    after ``lines`` written lines when it is not 0 (1: the short answer alone)."""
     started = time.perf_counter()
     pieces: list[str] = []
     first: float | None = None
@@ -64,6 +74,8 @@ def stream_answer(
                 first = (time.perf_counter() - started) * 1000
             pieces.append(piece)
             streams.event_publish(answer_id, streams.TOKEN, text=piece)
+            if lines and lines_written("".join(pieces)) >= lines:
+                break
             if time.perf_counter() - started > timeout:
                 timed_out = True
                 break
@@ -128,6 +140,31 @@ def answers_unfinished_fail(*, answer_ids: Sequence[str] | None = None) -> int:
     return failed
 
 
+UNSUPPORTED = (
+    "The generated answer is not supported by the sources (its words are not in them), so it is not shown. "
+    "The closest sources are shown below."
+)
+SAID_NOT_FOUND = "The sources found do not answer the question. The closest ones are shown below."
+
+
+def _not_found_reason(answer: Answer, generated: str) -> str:
+    """Why the generated text is not an answer ("" when it is one), in the user's words."""
+    reason = answer_refusal(
+        generated,
+        shown=prompt_sources_text(answer.prompt_user),
+        question=answer.question,
+        min_support=settings.ANSWER_MIN_ANSWER_SUPPORT,
+    )
+    return {SAID: SAID_NOT_FOUND, UNSUPPORTED_WORDS: UNSUPPORTED}.get(reason, "")
+
+
+def answer_not_found(answer_id: str, note: str, **fields: Any) -> None:
+    """Finish an answer as "Not found in your documents" (its sources kept), unless it finished meanwhile."""
+    Answer.objects.filter(id=answer_id, state__in=[Answer.RETRIEVED, Answer.GENERATING]).update(
+        state=Answer.DONE, answer=NOT_FOUND, not_found=True, error=note, finished_at=timezone.now(), **fields
+    )
+
+
 def answer_generate(*, answer_id: str, load_generator: Callable[[], Generator]) -> None:
     """Generate the answer of a claimed ``Answer`` and record it (or the failure). ``started`` is
     published before the generator loads, so a reader knows a worker has the question even while
@@ -145,6 +182,7 @@ def answer_generate(*, answer_id: str, load_generator: Callable[[], Generator]) 
                 user=answer.prompt_user,
                 max_new_tokens=settings.ANSWER_MAX_NEW_TOKENS,
                 timeout=settings.ANSWER_GENERATION_TIMEOUT,
+                lines=0 if settings.ANSWER_SUPPORT_SENTENCE else 1,
             )
             span_set(span, tokens=result.tokens, timed_out=result.timed_out)
     except Exception as exc:
@@ -161,10 +199,19 @@ def answer_generate(*, answer_id: str, load_generator: Callable[[], Generator]) 
         else ""
     )
     generated = answer_clean(result.text)  # what is attributed, cited and kept
+    timings = {**answer.timings_ms, "queue": queue_ms, "generation": round(result.seconds * 1000, 3)}
+    verdict = _not_found_reason(answer, generated)
+    if verdict:
+        note = " ".join(filter(None, [verdict, note]))
+        answer_not_found(answer_id, note, generated=generated, generation=result.as_dict(), timings_ms=timings)
+        streams.event_publish(answer_id, streams.GENERATED, answer=NOT_FOUND, not_found=True)
+        streams.event_publish(answer_id, streams.DONE, answer=NOT_FOUND, generation=result.as_dict(), note=note)
+        return
+    # The text is final here: readers show it at once; the citations follow after attribution.
+    streams.event_publish(answer_id, streams.GENERATED, answer=generated, not_found=False)
     text, citations, attribution_ms = _attribute(answer, generator, generated)
     if attribution_ms is None:
         note = " ".join(filter(None, [note, "Token provenance could not be computed for this answer."]))
-    timings = {**answer.timings_ms, "queue": queue_ms, "generation": round(result.seconds * 1000, 3)}
     if attribution_ms is not None:
         timings["attribution"] = attribution_ms
     Answer.objects.filter(id=answer_id, state=Answer.GENERATING).update(

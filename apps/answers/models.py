@@ -26,6 +26,9 @@ class Answer(models.Model):
     generated = models.TextField(blank=True)  # the model's text as generated (its own markers included)
     citations = models.JSONField(default=list)  # per sentence: start, end, sources, marker offsets, at, width
     error = models.TextField(blank=True)
+    # "Not found in your documents": the evidence could not support an answer (apps/answers/support.py);
+    # ``answer`` then says so, and what the generator wrote, if it ran, is kept in ``generated``.
+    not_found = models.BooleanField(default=False)
     analysis = models.JSONField(default=dict)
     sources = models.JSONField(default=list)
     prompt_system = models.TextField(blank=True)

@@ -5,7 +5,10 @@ sentences (``excerpt_select``: the sentences sharing the rarest words with the q
 their neighbours, in text order) from the sentence offsets ingestion stored; a title line
 (a first "sentence" without final punctuation) labels the source instead of counting as
 evidence. The answer is asked for as a short answer on the first line, then one sentence of
-support, and one worked example shows that shape in the chat format the model was trained on.
+support, and worked examples in the system message show that shape in the chat format the model was
+trained on: a question over two sources and a yes/no question. Whether the sources answer at all is
+decided outside the model (``apps.answers.support``): asked to say "not found" itself, the 1.5B
+refused answerable questions too often.
 What each source showed is kept (``Source.shown``) so attribution finds those sentences in the
 prompt and nothing else.
 """
@@ -21,20 +24,23 @@ from pathlib import PurePosixPath
 
 from apps.answers.types import Prompt, Source
 
+NOT_FOUND = "Not found in your documents."  # the answer when the evidence does not support one
 SYSTEM = (
     "You answer questions from the numbered sources only. On the first line write the short answer alone: "
     "a name, a date, a number or a few words (yes or no for a yes/no question), never a whole sentence. "
     "On the second line write one sentence from the sources that supports it.\n\n"
-    "Example.\n"
+    "Examples.\n"
     "Sources:\n\n"
-    "[1] Moss Society\n"
-    "The Moss Society publishes the Journal of Moss Studies. Its first president was Ada Brook.\n\n"
-    "[2] Ada Brook\n"
-    "Ada Brook (1850-1921) was an English botanist born in Leeds.\n\n"
-    "Question: In which city was the first president of the society that publishes the Journal of Moss "
-    "Studies born?\n"
-    "Leeds\n"
-    "Ada Brook, the first president of the Moss Society, was born in Leeds."
+    "[1] Lake Orva\n"
+    "Lake Orva lies in the northern hills. The river Tamsin flows out of it.\n\n"
+    "[2] Tamsin\n"
+    "The Tamsin is a river 212 km long. It reaches the sea at the port of Vell.\n\n"
+    "Question: At which port does the river that flows out of Lake Orva reach the sea?\n"
+    "Vell\n"
+    "The Tamsin, which flows out of Lake Orva, reaches the sea at the port of Vell.\n\n"
+    "Question: Is the Tamsin longer than 300 km?\n"
+    "No\n"
+    "The Tamsin is a river 212 km long."
 )
 NO_SOURCES = "(no sources were found)"
 GAP = " … "

@@ -125,6 +125,8 @@ def _stream_events(answer: Answer) -> Iterator[str]:
         for event, data in services.generation_events(answer):
             if event == streams.TOKEN:
                 yield _event("token", text=str(data.get("text", "")))
+            elif event == streams.GENERATED:
+                yield _event("generated", text=str(data.get("answer", "")), not_found=bool(data.get("not_found")))
             elif event in streams.FINAL:
                 break
         answer.refresh_from_db()
@@ -136,8 +138,9 @@ def _stream_events(answer: Answer) -> Iterator[str]:
 
 @require_GET
 def answer_stream(request: HttpRequest, answer_id: uuid.UUID) -> StreamingHttpResponse:
-    """The answer's tokens as Server-Sent Events: ``token`` events ({"text"}), then ``done`` or
-    ``error`` ({"message"}). A finished answer gets its final event at once."""
+    """The answer's tokens as Server-Sent Events: ``token`` events ({"text"}), ``generated`` (the final
+    text, {"text", "not_found"}, sent before token attribution), then ``done`` or ``error``
+    ({"message"}). A finished answer gets its final event at once."""
     answer = answer_for(request, answer_id)
     response = StreamingHttpResponse(_stream_events(answer), content_type="text/event-stream")
     response["Cache-Control"] = "no-cache"

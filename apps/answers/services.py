@@ -20,9 +20,11 @@ from redis import RedisError
 
 from apps.answers import streams
 from apps.answers.admission import generation_admit
+from apps.answers.generation import answer_not_found
 from apps.answers.models import Answer
 from apps.answers.pipeline import RetrievalParams, RetrievalTools, retrieve
 from apps.answers.scope import Scope
+from apps.answers.support import EvidenceParams, evidence_measure, evidence_sufficient
 from apps.answers.types import STAGES, AnswerError, Retrieval
 from apps.core.workers import queue_consumers, queue_unserved
 from apps.ledger.services import knowledge_stand
@@ -46,6 +48,10 @@ SLOTS_STAYED_BUSY = (
 NOT_PICKED_UP = "No generation worker picked up the question within {seconds:g} s. The evidence found is shown below."
 TOO_SLOW = "The generation did not finish within its time limit ({seconds} s). The evidence found is shown below."
 NOTHING_FOUND = "Nothing in the knowledge base matches the question, so there is nothing to answer from."
+WEAK_EVIDENCE = (
+    "The sources found do not cover the question (best match {similarity:.2f}, {coverage:.0%} of its words "
+    "found), so no answer was generated. The closest sources are shown below."
+)
 BROKER_DOWN = (
     "The task queue (Redis) is not reachable, so no answer can be generated. The evidence found is shown below."
 )
@@ -113,6 +119,14 @@ def answer_record(
         model_names=model_names,
         ledger=knowledge_stand(document_ids=[source.document_id for source in retrieval.sources]),
         finished_at=None if generate else timezone.now(),
+    )
+
+
+def evidence_params() -> EvidenceParams:
+    return EvidenceParams(
+        min_similarity=settings.ANSWER_MIN_SIMILARITY,
+        min_coverage=settings.ANSWER_MIN_COVERAGE,
+        min_answer_support=settings.ANSWER_MIN_ANSWER_SUPPORT,
     )
 
 
@@ -203,6 +217,7 @@ def answer_result(answer: Answer) -> dict[str, Any]:
         "state": answer.state,
         "answer": answer.answer,
         "generated": answer.generated,
+        "not_found": answer.not_found,
         "error": answer.error,
         "sources": answer.sources,
         "tokens": answer_token_provenance(answer),
@@ -245,11 +260,16 @@ def answer_start(
         generation_admit()
     with request_span("ask", mode=mode, generate=generate):
         retrieval = answer_retrieve(question=question, collections=collections, tools=tools, params=params)
+        evidence = evidence_measure(retrieval.question, retrieval.sources)
+        retrieval.stats["evidence"] = evidence.as_dict()
         answer = answer_record(
             retrieval=retrieval, generate=generate, mode=mode, user=user, model_names=model_names(tools)
         )
         if generate and not retrieval.sources:
             answer_fail(answer, NOTHING_FOUND)
+        elif generate and not evidence_sufficient(evidence, evidence_params()):
+            answer_not_found(str(answer.id), WEAK_EVIDENCE.format(**evidence.as_dict()))
+            answer.refresh_from_db()
         elif generate:
             generation_queue(answer)
     return answer

@@ -1,6 +1,7 @@
 """The events of one answer's generation, carried by a Redis stream.
 
-The gpu worker appends ``started``, ``token`` (one per text piece), then ``done`` or ``error``;
+The gpu worker appends ``started``, ``token`` (one per text piece), ``generated`` (the final text, or
+"Not found in your documents", before attribution), then ``done`` or ``error``;
 readers (the ``ask`` command, the web view) read from the start, so a reader that arrives late
 misses nothing. Each stream expires ``ANSWER_STREAM_TTL`` seconds after its last event.
 """
@@ -16,7 +17,7 @@ from typing import Any
 import redis
 from django.conf import settings
 
-STARTED, TOKEN, DONE, ERROR = "started", "token", "done", "error"
+STARTED, TOKEN, GENERATED, DONE, ERROR = "started", "token", "generated", "done", "error"
 FINAL = frozenset({DONE, ERROR})
 
 

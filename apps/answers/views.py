@@ -85,7 +85,7 @@ def _events(answer: Answer) -> Iterator[bytes]:
     yield _line("retrieval", **services.answer_result(answer))
     if answer.state == Answer.RETRIEVED:
         for event, data in services.generation_events(answer):
-            if event in ("token", "error"):
+            if event in ("token", "generated", "error"):
                 yield _line(event, **data)
         answer.refresh_from_db()
     yield _line("done", **services.answer_result(answer))

@@ -177,7 +177,9 @@ class HFGenerator:
             "max_new_tokens": max_new_tokens,
             "do_sample": False,
             "pad_token_id": pad if pad is not None else self._tokenizer.eos_token_id,
-            "logits_processor": LogitsProcessorList([_answer_ngram_block(prompt_length, NO_REPEAT_NGRAM)]),
+            "logits_processor": LogitsProcessorList(
+                [_answer_ngram_block(prompt_length, NO_REPEAT_NGRAM, self.tokenizer)]
+            ),
             "return_dict_in_generate": True,
         }
 
@@ -272,16 +274,31 @@ def answer_cut(text: str) -> str:
     return (text if cut is None else text[:cut]).strip()
 
 
-def _answer_ngram_block(prompt_length: int, size: int) -> Any:
+def _answer_ngram_block(prompt_length: int, size: int, tokenizer: PreTrainedTokenizerBase) -> Any:
     """A logits processor that forbids the next token when it would repeat an n-gram of ``size``
     tokens already in the answer (tokens after ``prompt_length``): no "1) The Visit … 2) The Visit"
-    loops, while copying a name from the prompt stays allowed."""
+    loops, while copying a name from the prompt stays allowed, and so does the supporting sentence
+    repeating the short answer of the first line once."""
     from transformers import LogitsProcessor
+
+    breaks: dict[int, bool] = {}  # token id: whether its text holds a line break
+
+    def first_line_end(answer: Sequence[int]) -> int:
+        """How many tokens the first line takes, its line break included (all of them while on it)."""
+        written = False
+        for index, token in enumerate(answer):
+            if token not in breaks:
+                breaks[token] = "\n" in str(tokenizer.decode([token]))
+            if breaks[token] and written:
+                return index + 1
+            written = written or not breaks[token]
+        return len(answer)
 
     class _AnswerNgramBlock(LogitsProcessor):
         def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
             for row in range(input_ids.shape[0]):
-                banned = banned_next_tokens(input_ids[row, prompt_length:].tolist(), size)
+                answer = input_ids[row, prompt_length:].tolist()
+                banned = banned_next_tokens(answer, size, after=first_line_end(answer))
                 if banned:
                     scores[row, list(banned)] = -float("inf")
             return scores
@@ -289,14 +306,16 @@ def _answer_ngram_block(prompt_length: int, size: int) -> Any:
     return _AnswerNgramBlock()
 
 
-def banned_next_tokens(answer: Sequence[int], size: int) -> set[int]:
-    """The tokens that would complete an n-gram of ``size`` already in ``answer``."""
+def banned_next_tokens(answer: Sequence[int], size: int, *, after: int = 0) -> set[int]:
+    """The tokens that would complete an n-gram of ``size`` already in ``answer``; once the answer is
+    past its first ``after`` tokens (its first line), n-grams inside those are no longer counted."""
     if size < 2 or len(answer) < size:
         return set()
     prefix = tuple(answer[len(answer) - size + 1 :])
+    first = after if 0 < after < len(answer) else 0
     return {
         answer[start + size - 1]
-        for start in range(len(answer) - size + 1)
+        for start in range(first, len(answer) - size + 1)
         if tuple(answer[start : start + size - 1]) == prefix
     }
 

@@ -37,6 +37,14 @@
       const data = JSON.parse(event.data);
       live.appendChild(document.createTextNode(data.text));
     });
+    source.addEventListener("generated", function (event) {
+      // The text is final: show it now (not-found included); citations and tints follow with "done".
+      const data = JSON.parse(event.data);
+      live.textContent = data.text;
+      live.removeAttribute("aria-busy");
+      const meta = section.querySelector(".generating");
+      if (meta) meta.textContent = data.not_found ? "" : "Tracing each word to its sources…";
+    });
     source.addEventListener("done", function () {
       source.close();
       finish(section);

@@ -17,10 +17,11 @@ from collections.abc import Generator, Iterator
 from pathlib import Path
 
 import pytest
+from django.conf import settings
 from playwright.sync_api import Browser, ViewportSize, sync_playwright
 
 from tests.browser.support import JOURNAL, MUSEUM, SOCIETY, Browsing, Corpus, Persona, field_notes
-from tests.conftest import web_server_running
+from tests.conftest import services, web_server_running
 from tests.support import manage
 
 CHROMIUM = Path("/usr/bin/chromium")  # Debian's package (scripts/bootstrap.sh installs it)
@@ -53,10 +54,36 @@ for row in json.loads(os.environ["BROWSER_PEOPLE"]):
 """
 
 
+# Browser tests read answers as users do, so their stack generates with the product's default generator
+# and answer check, not the suite's small one: a gpu worker of their own, and a web server counting with
+# its tokenizer.
+PRODUCT_GENERATOR: dict[str, str | None] = {
+    "RAGKG_GENERATOR": settings.DEFAULT_GENERATOR,
+    "ANSWER_MIN_ANSWER_SUPPORT": None,
+}
+
+
 @pytest.fixture(scope="package")
-def web_server(live_services: None) -> Iterator[str]:
+def product_generator(live_services: None) -> Iterator[None]:
+    """The gpu worker restarted with the default generator (prepared first: joined, checked and converted
+    once per model cache), and restarted with the suite's own afterwards."""
+    prepared = manage("models", "--role", "generator", "--load", RAGKG_GENERATOR=settings.DEFAULT_GENERATOR)
+    assert prepared.returncode == 0, prepared.stdout + prepared.stderr
+    services("down", "celery-gpu")
+    started = services("up", "celery-gpu", check=False, env=PRODUCT_GENERATOR)
+    if started.returncode != 0:
+        pytest.fail(
+            f"could not start the gpu worker with {settings.DEFAULT_GENERATOR}:\n{started.stdout}{started.stderr}"
+        )
+    yield
+    services("down", "celery-gpu")
+    services("up", "celery-gpu", check=False)
+
+
+@pytest.fixture(scope="package")
+def web_server(product_generator: None) -> Iterator[str]:
     """The test web server's base URL (see tests.conftest.web_server_running)."""
-    with web_server_running() as url:
+    with web_server_running(env=PRODUCT_GENERATOR) as url:
         yield url
 
 

@@ -24,6 +24,7 @@ from apps.answers.answer_text import answer_clean
 from apps.answers.generation import answer_claim, answer_generate
 from apps.answers.models import Answer
 from apps.answers.pipeline import RetrievalTools, retrieve
+from apps.answers.prompt import NOT_FOUND
 from apps.answers.services import GRAPH_DOWN, answer_ask
 from apps.answers.tools import default_tools, retrieval_params
 from apps.answers.types import STAGES, AnswerError
@@ -247,7 +248,11 @@ def test_api_streams_tokens_then_the_whole_answer(corpus: dict[str, str], settin
     assert kinds[0] == "retrieval" and kinds[-1] == "done" and "token" in kinds
     assert events[0]["sources"] and events[0]["answer"] == ""
     done = events[-1]
-    assert done["state"] == "done" and done["answer"]
+    assert done["state"] == "done" and done["answer"] and not done["not_found"]
+    # the final text came before attribution finished, as it is kept (the citations come with "done")
+    [generated] = [event for event in events if event["event"] == "generated"]
+    assert kinds.index("generated") > max(i for i, kind in enumerate(kinds) if kind == "token")
+    assert generated["answer"] == done["generated"] and generated["not_found"] is False
     # what was streamed, without the labels answer_clean takes off, is what was kept and attributed
     assert answer_clean("".join(e["text"] for e in events if e["event"] == "token")) == done["generated"]
     assert done["generation"]["tokens"] > 0 and done["timings_ms"]["generation"] > 0
@@ -270,6 +275,28 @@ def test_search_page_answers_with_citations_and_stores_token_provenance(
     for citation in answer.citations:
         assert f'href="#source-{citation["sources"][0]}"' in html
     assert "Nothing in the knowledge base matches" in missing.content.decode()
+
+
+def test_a_question_the_collection_does_not_cover_is_not_found_without_generating(
+    corpus: dict[str, str], tools: RetrievalTools, settings: Settings
+) -> None:
+    settings.ANSWER_MIN_COVERAGE = 0.5
+    with stand_in_worker(settings):
+        result = answer_ask(
+            question="Which radio station in Leicester first played Kasabian?",
+            collections=["moss"],
+            generate=True,
+            mode="graph",
+            user=None,
+            tools=tools,
+            params=retrieval_params(),
+        )
+        covered = ask_moss(tools, generate=True)
+    assert result["state"] == "done" and result["not_found"] and result["answer"] == NOT_FOUND
+    assert result["sources"], "the closest sources are still shown"
+    assert result["generation"] == {} and "do not cover the question" in result["error"]
+    assert Answer.objects.get(id=result["answer_id"]).stats["evidence"]["coverage"] < 0.5
+    assert not covered["not_found"] and covered["generated"]
 
 
 def assert_token_provenance(result: dict[str, Any]) -> None:

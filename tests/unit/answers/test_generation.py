@@ -1,4 +1,4 @@
-"""Generation's time limit and token accounting, with a stand-in generator (no model, no Redis)."""
+"""Generation's time limit, token accounting and "not found", with stand-in generators (no model, no Redis)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,12 @@ from collections.abc import Generator as Gen
 from typing import Any, cast
 
 import pytest
+from django.conf import settings
+from pytest_django.fixtures import Settings
 
 from apps.answers import generation, streams
+from apps.answers.models import Answer
+from apps.answers.prompt import NOT_FOUND
 from apps.models.interfaces import Generator
 
 
@@ -71,3 +75,59 @@ def test_a_generation_within_its_limit_reports_its_rate(published: list[Any]) ->
     assert not result.timed_out and result.text == "w0 w1 w2 w3 w4" and result.tokens == 5
     summary = result.as_dict()
     assert summary["tokens"] == 5 and float(str(summary["tokens_per_second"])) > 0 and summary["timed_out"] is False
+
+
+class FixedGenerator:
+    """Writes ``text`` word by word (no model)."""
+
+    name = "fixed"
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.tokenizer = self
+
+    def encode(self, text: str, add_special_tokens: bool = False) -> list[str]:
+        return text.split()
+
+    def stream(self, prompt: str, *, max_new_tokens: int, system: str | None = None) -> Gen[str, None, None]:
+        yield from (piece + " " for piece in self.text.split(" "))
+
+
+SOURCES = "Sources:\n\n[1] Kasabian\nKasabian are an English rock band formed in Leicester in 1997."
+
+
+def generate_with(text: str, question: str) -> Answer:
+    assert settings.ANSWER_MIN_ANSWER_SUPPORT == 0.5
+    answer = Answer.objects.create(
+        question=question, prompt_system="s", prompt_user=f"{SOURCES}\n\nQuestion: {question}", state=Answer.GENERATING
+    )
+    generation.answer_generate(answer_id=str(answer.id), load_generator=lambda: cast(Generator, FixedGenerator(text)))
+    answer.refresh_from_db()
+    return answer
+
+
+@pytest.fixture
+def support_checked(settings: Settings) -> None:
+    settings.ANSWER_MIN_ANSWER_SUPPORT = 0.5  # the product's setting (the suite's environment turns it off)
+
+
+@pytest.mark.django_db
+@pytest.mark.usefixtures("support_checked")
+def test_an_answer_no_source_supports_is_replaced_by_not_found(published: list[Any]) -> None:
+    answer = generate_with("106.3 FM\nThe band is played on 106.3 FM.", "Which radio station plays Kasabian?")
+    assert answer.state == Answer.DONE and answer.not_found and answer.answer == NOT_FOUND
+    assert answer.generated.startswith("106.3 FM"), "what the generator wrote is kept for the audit"
+    assert answer.citations == [] and "not supported by the sources" in answer.error
+    finals = [(event, data) for _, event, data in published if event in (streams.GENERATED, streams.DONE)]
+    assert finals == [
+        (streams.GENERATED, {"answer": NOT_FOUND, "not_found": True}),
+        (streams.DONE, {"answer": NOT_FOUND, "generation": answer.generation, "note": answer.error}),
+    ]
+
+
+@pytest.mark.django_db
+@pytest.mark.usefixtures("support_checked")
+def test_the_generators_own_not_found_and_a_no_to_a_which_question_are_not_answers(published: list[Any]) -> None:
+    assert generate_with("Not found in your documents.", "Who founded Kasabian?").not_found
+    assert generate_with("No\nKasabian are an English rock band.", "Which radio station plays Kasabian?").not_found
+    assert generate_with("", "Who founded Kasabian?").not_found

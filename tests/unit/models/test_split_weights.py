@@ -66,6 +66,15 @@ def test_an_ngram_the_answer_already_wrote_cannot_be_written_again() -> None:
     assert banned_next_tokens([1, 2], 3) == set()
 
 
+def test_the_supporting_sentence_may_repeat_the_short_answer_once() -> None:
+    # "Gwendolyn Pryce \n Its president was Gwendolyn" -> " Pryce" is allowed: the first line is left out
+    first_line = [11, 12, 0]  # 0: the line break
+    answer = [*first_line, 21, 22, 11]
+    assert banned_next_tokens(answer, 2) == {12}
+    assert banned_next_tokens(answer, 2, after=len(first_line)) == set()
+    assert banned_next_tokens([*answer, 12, 23, 11], 2, after=len(first_line)) == {12}  # a second time: a loop
+
+
 def test_the_answer_ends_at_a_blank_line_or_echoed_scaffolding() -> None:
     assert answer_cut("Leeds\nShe was born in Leeds.\n\nQuestion: more?") == "Leeds\nShe was born in Leeds."
     assert answer_cut("Paris\nIt is in France.\nSources:\n[1]") == "Paris\nIt is in France."

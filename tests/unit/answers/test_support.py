@@ -1,0 +1,79 @@
+""" "Not found in your documents": the retrieval's similarity and word coverage, and the short answer's support."""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import replace
+
+from apps.answers.prompt import prompt_assemble
+from apps.answers.support import (
+    SAID,
+    UNSUPPORTED_WORDS,
+    EvidenceParams,
+    answer_refusal,
+    answer_support,
+    evidence_measure,
+    evidence_sufficient,
+    prompt_sources_text,
+    word_coverage,
+)
+from apps.answers.types import Source
+from apps.ingest.chunking import split_sentences
+
+TEXT = (
+    "Moss Society\n\nThe Moss Society is a learned society founded in 1903. It meets in York every spring. "
+    "Its first president was Gwendolyn Pryce."
+)
+PARAMS = EvidenceParams(min_similarity=0.3, min_coverage=0.5, min_answer_support=0.5)
+
+
+def chunk(text: str = TEXT, rerank: float = 0.6) -> Source:
+    source = Source(1, "c1", "chunk", "d1", "moss/society.txt", "lab", text, "", 1.0, (), tuple(split_sentences(text)))
+    return replace(source, rerank_score=rerank)
+
+
+def test_a_question_about_the_sources_topic_is_covered() -> None:
+    evidence = evidence_measure("Who was the first president of the Moss Society?", [chunk()])
+    assert evidence.coverage == 1.0 and evidence.similarity == 0.6
+    assert evidence_sufficient(evidence, PARAMS)
+
+
+def test_a_question_about_something_the_sources_never_name_is_not() -> None:
+    evidence = evidence_measure("Which radio station broadcasts Kasabian concerts in Leicester?", [chunk()])
+    assert evidence.coverage == 0.0
+    assert not evidence_sufficient(evidence, PARAMS)
+    assert not evidence_sufficient(evidence_measure("Who founded the Moss Society?", [chunk(rerank=0.1)]), PARAMS)
+
+
+def test_longer_words_weigh_more_and_stems_match_inflections() -> None:
+    assert word_coverage(["publishes"], "It published a journal.") == 1.0
+    assert word_coverage(["kasabian", "band"], "the band") == 4 / 12
+
+
+def test_no_sources_give_no_similarity_and_no_coverage() -> None:
+    evidence = evidence_measure("Who founded the Moss Society?", [])
+    assert evidence.similarity == 0.0 and evidence.coverage == 0.0
+
+
+def test_the_short_answer_must_come_from_what_the_prompt_showed() -> None:
+    prompt = prompt_assemble(question="Who was the first president?", sources=[chunk()], count_tokens=len)
+    shown = prompt_sources_text(prompt.user)
+    assert "Question:" not in shown and "Gwendolyn Pryce" in shown
+    question = "Who was the first president?"
+    assert answer_support("Gwendolyn Pryce", shown, question) == 1.0
+    assert answer_support("106.3 FM", shown, question) == 0.0
+    assert answer_support("the first president", shown, question) == 1.0  # the question's words: nothing to check
+    # no source spells out a yes or a no, but it answers only a yes/no question
+    assert answer_support("Yes", shown, "Was the society founded in 1903?") == 1.0
+    assert answer_support("No", shown, question) == 0.0
+
+
+def test_an_answer_is_refused_when_empty_said_not_found_or_unsupported() -> None:
+    shown = prompt_sources_text(
+        prompt_assemble(question="Who was the first president?", sources=[chunk()], count_tokens=len).user
+    )
+    refusal = functools.partial(answer_refusal, shown=shown, question="Who was the first president?", min_support=0.5)
+    assert refusal("Gwendolyn Pryce\nIts first president was Gwendolyn Pryce.") == ""
+    assert refusal("Not found in your documents.") == SAID
+    assert refusal("") == SAID
+    assert refusal("Ada Brook\nAda Brook was its first president.") == UNSUPPORTED_WORDS
