@@ -52,6 +52,7 @@ from apps.answers.prompt import NOT_FOUND, prompt_assemble
 from apps.answers.support import (
     EvidenceParams,
     answer_refusal,
+    avoid_first,
     evidence_measure,
     evidence_sufficient,
     prompt_sources_text,
@@ -136,7 +137,7 @@ NOT_GENERATED = {
 
 
 def answer_once(
-    generator: HFGenerator, prompt: Prompt, max_new_tokens: int, *, attribute: bool = True
+    generator: HFGenerator, prompt: Prompt, max_new_tokens: int, *, attribute: bool = True, question: str = ""
 ) -> dict[str, Any]:
     """Stream one answer as the worker does; time the first piece, the short answer (the first line
     break) and the end; then time fast attribution over it."""
@@ -144,7 +145,9 @@ def answer_once(
     first = short = None
     pieces: list[str] = []
     lines = 0 if settings.ANSWER_SUPPORT_SENTENCE else 1  # as the worker stops (apps.answers.generation)
-    stream = generator.stream(prompt.user, system=prompt.system, max_new_tokens=max_new_tokens)
+    stream = generator.stream(
+        prompt.user, system=prompt.system, max_new_tokens=max_new_tokens, avoid_first=avoid_first(question)
+    )
     try:
         for piece in stream:
             now = time.perf_counter() - started
@@ -245,7 +248,9 @@ def run(
             prompt, retrieval_ms, enough = pipeline.prompt(searched, question)
         prompt_tokens = int(generator.prompt_inputs(prompt.user, system=prompt.system)["input_ids"].shape[1])
         if enough:
-            result = answer_once(generator, prompt, max_new_tokens, attribute=retrieval != "foreign")
+            result = answer_once(
+                generator, prompt, max_new_tokens, attribute=retrieval != "foreign", question=question.question
+            )
             refusal = answer_refusal(
                 answer_clean(result["text"]),
                 shown=prompt_sources_text(prompt.user),

@@ -24,7 +24,7 @@ from apps.answers import streams
 from apps.answers.answer_text import answer_clean, lines_written
 from apps.answers.models import Answer
 from apps.answers.prompt import NOT_FOUND
-from apps.answers.support import SAID, UNSUPPORTED_WORDS, answer_refusal, prompt_sources_text
+from apps.answers.support import SAID, UNSUPPORTED_WORDS, answer_refusal, avoid_first, prompt_sources_text
 from apps.models.interfaces import Generator
 from apps.observability.tracing import span_set, stage_span
 from apps.provenance.services import answer_attribute_fast
@@ -60,14 +60,16 @@ def stream_answer(
     max_new_tokens: int,
     timeout: float,
     lines: int = 0,
+    avoid: Sequence[str] = (),
 ) -> GenerationResult:
     """Generate, publishing each piece; stop early (keeping the text so far) past ``timeout``, and
-    after ``lines`` written lines when it is not 0 (1: the short answer alone)."""
+    after ``lines`` written lines when it is not 0 (1: the short answer alone); the answer does not
+    begin with a word of ``avoid``."""
     started = time.perf_counter()
     pieces: list[str] = []
     first: float | None = None
     timed_out = False
-    stream = generator.stream(user, max_new_tokens=max_new_tokens, system=system)
+    stream = generator.stream(user, max_new_tokens=max_new_tokens, system=system, avoid_first=avoid)
     try:
         for piece in stream:
             if first is None:
@@ -183,6 +185,7 @@ def answer_generate(*, answer_id: str, load_generator: Callable[[], Generator]) 
                 max_new_tokens=settings.ANSWER_MAX_NEW_TOKENS,
                 timeout=settings.ANSWER_GENERATION_TIMEOUT,
                 lines=0 if settings.ANSWER_SUPPORT_SENTENCE else 1,
+                avoid=avoid_first(answer.question),
             )
             span_set(span, tokens=result.tokens, timed_out=result.timed_out)
     except Exception as exc:

@@ -90,6 +90,17 @@ YES_NO_QUESTION = re.compile(
 )
 
 
+def yes_no_question(question: str) -> bool:
+    """Whether ``question`` asks for a yes or a no ("Is ...?", "Did ...?")."""
+    return bool(YES_NO_QUESTION.match(question))
+
+
+def avoid_first(question: str) -> tuple[str, ...]:
+    """The words an answer to ``question`` may not begin with: "Yes" and "No" unless it is a yes/no
+    question (small models answer "Yes" to "Whom ...?" when their sources leave them unsure)."""
+    return () if yes_no_question(question) else ("Yes", "No")
+
+
 def answer_support(short: str, shown: str, question: str) -> float:
     """The share of the short answer's own content words (those the question does not already say)
     found in ``shown`` (``prompt_sources_text``); 1.0 when there is nothing to check (no such word,
@@ -97,7 +108,7 @@ def answer_support(short: str, shown: str, question: str) -> float:
     to any other question ("No" to "Which radio station ...?" says nothing)."""
     said = WORD.findall(short.lower())
     if said and set(said) <= YES_NO:
-        return 1.0 if YES_NO_QUESTION.match(question) else 0.0
+        return 1.0 if yes_no_question(question) else 0.0
     words = _words(short)
     asked = _stems(_words(question))
     own = [word for word in words if word[:STEM] not in asked]

@@ -169,7 +169,17 @@ class HFGenerator:
             with self._prefix_lock:
                 self._last = (sequences[0].tolist(), cache)
 
-    def _generation_kwargs(self, max_new_tokens: int, prompt_length: int) -> dict[str, Any]:
+    def _first_tokens(self, words: Sequence[str]) -> frozenset[int]:
+        """The first token ids of ``words`` as an answer could begin with them."""
+        forms = {form for word in words for form in (word, word.capitalize(), word.lower(), word.upper())}
+        ids = (
+            self._tokenizer.encode(prefix + form, add_special_tokens=False) for form in forms for prefix in ("", " ")
+        )
+        return frozenset(tokens[0] for tokens in ids if tokens)
+
+    def _generation_kwargs(
+        self, max_new_tokens: int, prompt_length: int, first_banned: frozenset[int] = frozenset()
+    ) -> dict[str, Any]:
         from transformers import LogitsProcessorList
 
         pad = self._tokenizer.pad_token_id
@@ -178,7 +188,7 @@ class HFGenerator:
             "do_sample": False,
             "pad_token_id": pad if pad is not None else self._tokenizer.eos_token_id,
             "logits_processor": LogitsProcessorList(
-                [_answer_ngram_block(prompt_length, NO_REPEAT_NGRAM, self.tokenizer)]
+                [_answer_ngram_block(prompt_length, NO_REPEAT_NGRAM, self.tokenizer, first_banned)]
             ),
             "return_dict_in_generate": True,
         }
@@ -203,9 +213,12 @@ class HFGenerator:
         self._remember(output)
         return answer_cut(str(self._tokenizer.decode(output.sequences[0][length:], skip_special_tokens=True)))
 
-    def stream(self, prompt: str, *, max_new_tokens: int, system: str | None = None) -> abc.Generator[str, None, None]:
+    def stream(
+        self, prompt: str, *, max_new_tokens: int, system: str | None = None, avoid_first: Sequence[str] = ()
+    ) -> abc.Generator[str, None, None]:
         """Text pieces as they are generated (in a background thread). Closing the iterator
-        early stops the generation at the next token."""
+        early stops the generation at the next token. The answer's first token is never the first
+        token of a word in ``avoid_first`` (nor of its capitalised or space-led forms)."""
         from transformers import TextIteratorStreamer
 
         inputs = self.prompt_inputs(prompt, system=system)
@@ -218,7 +231,7 @@ class HFGenerator:
             try:
                 output = self._model.generate(  # type: ignore[operator]
                     **inputs,
-                    **self._generation_kwargs(max_new_tokens, length),
+                    **self._generation_kwargs(max_new_tokens, length, self._first_tokens(avoid_first)),
                     cache=self.prefix_past(inputs["input_ids"], system=system),
                     streamer=streamer,
                     stopping_criteria=self._stops(length, stop),
@@ -274,11 +287,13 @@ def answer_cut(text: str) -> str:
     return (text if cut is None else text[:cut]).strip()
 
 
-def _answer_ngram_block(prompt_length: int, size: int, tokenizer: PreTrainedTokenizerBase) -> Any:
+def _answer_ngram_block(
+    prompt_length: int, size: int, tokenizer: PreTrainedTokenizerBase, first_banned: frozenset[int] = frozenset()
+) -> Any:
     """A logits processor that forbids the next token when it would repeat an n-gram of ``size``
     tokens already in the answer (tokens after ``prompt_length``): no "1) The Visit … 2) The Visit"
     loops, while copying a name from the prompt stays allowed, and so does the supporting sentence
-    repeating the short answer of the first line once."""
+    repeating the short answer of the first line once; the first word is none of ``first_banned``."""
     from transformers import LogitsProcessor
 
     breaks: dict[int, bool] = {}  # token id: whether its text holds a line break
@@ -299,6 +314,8 @@ def _answer_ngram_block(prompt_length: int, size: int, tokenizer: PreTrainedToke
             for row in range(input_ids.shape[0]):
                 answer = input_ids[row, prompt_length:].tolist()
                 banned = banned_next_tokens(answer, size, after=first_line_end(answer))
+                if all(breaks.get(token, False) for token in answer):  # the answer's first word comes next
+                    banned |= first_banned
                 if banned:
                     scores[row, list(banned)] = -float("inf")
             return scores

@@ -122,5 +122,7 @@ class Generator(Protocol):
     def generate(self, prompt: str, *, max_new_tokens: int, system: str | None = None) -> str: ...
 
     def stream(
-        self, prompt: str, *, max_new_tokens: int, system: str | None = None
-    ) -> abc.Generator[str, None, None]: ...
+        self, prompt: str, *, max_new_tokens: int, system: str | None = None, avoid_first: Sequence[str] = ()
+    ) -> abc.Generator[str, None, None]:
+        """``avoid_first``: words the answer may not begin with (its first token is never theirs)."""
+        ...

@@ -53,10 +53,12 @@ def test_the_answer_streams_its_tokens_then_done(empty_graph: Driver, settings: 
         assert response["Content-Type"] == "text/event-stream"
         events = sse(b"".join(response.streaming_content))  # type: ignore[attr-defined]
     names = [name for name, _ in events]
-    assert names[-1] == "done" and names.count("token") >= 2 and set(names) == {"token", "done"}
+    assert names[-1] == "done" and names.count("token") >= 2 and set(names) == {"token", "generated", "done"}
+    assert names.index("generated") == len(names) - 2, "the final text, then (after attribution) done"
     answer.refresh_from_db()
     assert answer.state == Answer.DONE
     assert "".join(str(data["text"]) for name, data in events if name == "token").strip() == answer.generated
+    assert dict(events)["generated"] == {"text": answer.generated, "not_found": False}
     final = client.get(f"/ask/{answer.id}/", HTTP_HX_REQUEST="true").content.decode()
     for citation in answer.citations:
         assert f'<a class="cite" href="#source-{citation["sources"][0]}">' in final

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Generator as Gen
+from collections.abc import Sequence
 from typing import Any, cast
 
 import pytest
@@ -29,7 +30,9 @@ class SlowGenerator:
     def encode(self, text: str, add_special_tokens: bool = False) -> list[str]:
         return text.split()
 
-    def stream(self, prompt: str, *, max_new_tokens: int, system: str | None = None) -> Gen[str, None, None]:
+    def stream(
+        self, prompt: str, *, max_new_tokens: int, system: str | None = None, avoid_first: Sequence[str] = ()
+    ) -> Gen[str, None, None]:
         try:
             for number in range(max_new_tokens):
                 time.sleep(self.delay)
@@ -89,7 +92,9 @@ class FixedGenerator:
     def encode(self, text: str, add_special_tokens: bool = False) -> list[str]:
         return text.split()
 
-    def stream(self, prompt: str, *, max_new_tokens: int, system: str | None = None) -> Gen[str, None, None]:
+    def stream(
+        self, prompt: str, *, max_new_tokens: int, system: str | None = None, avoid_first: Sequence[str] = ()
+    ) -> Gen[str, None, None]:
         yield from (piece + " " for piece in self.text.split(" "))
 
 

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import hashlib
 from pathlib import Path
+from typing import cast
 
 import pytest
+from transformers import PreTrainedTokenizerBase
 
 from apps.models import packages
-from apps.models.generator import OFFLINE_GENERATORS, answer_cut, banned_next_tokens
+from apps.models.generator import OFFLINE_GENERATORS, _answer_ngram_block, answer_cut, banned_next_tokens
 from apps.models.packages import SplitGGUF, WeightsCorrupt, split_assemble
 
 CHUNKS = [b"GGUF-part-one|", b"part-two|", b"three"]
@@ -81,3 +83,20 @@ def test_the_answer_ends_at_a_blank_line_or_echoed_scaffolding() -> None:
     assert answer_cut("  1889  ") == "1889"
     # a leading blank line is no stop
     assert answer_cut("\n\nLeeds\nShe was born there.") == "Leeds\nShe was born there."
+
+
+class Pieces:
+    """A tokenizer stand-in: token 0 is a line break, every other id a word."""
+
+    def decode(self, ids: list[int]) -> str:
+        return "\n" if ids == [0] else f" w{ids[0]}"
+
+
+def test_the_answers_first_word_can_be_kept_from_yes_and_no() -> None:
+    import torch
+
+    block = _answer_ngram_block(2, 4, cast(PreTrainedTokenizerBase, Pieces()), frozenset({5, 6}))
+    first = block(torch.tensor([[9, 9]]), torch.zeros((1, 8)))  # the prompt alone: the first word is next
+    assert first[0, 5] == first[0, 6] == -float("inf") and first[0, 7] == 0
+    later = block(torch.tensor([[9, 9, 7]]), torch.zeros((1, 8)))  # "Yes" may come later in the answer
+    assert later[0, 5] == 0
