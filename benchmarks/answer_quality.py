@@ -24,6 +24,7 @@ benchmarks/results/answer_quality.json and prints a Markdown table.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import platform
@@ -59,6 +60,7 @@ from apps.answers.support import (
 )
 from apps.answers.types import Prompt, Source
 from apps.ingest.chunking import split_sentences
+from apps.models.devices import cpu_has_bf16, generator_key
 from apps.models.generator import OFFLINE_GENERATORS, HFGenerator, load_offline
 from apps.provenance.fast import FastAttributor, calibrated_params
 from apps.provenance.layout import layout_build
@@ -97,7 +99,7 @@ def gold_sources(question: EvalQuestion) -> list[Source]:
 class PipelinePrompts:
     """Stages 1-6 against each dataset's ingested collection (a private Neo4j and FAISS)."""
 
-    def __init__(self) -> None:
+    def __init__(self, k_max: int | None = None) -> None:
         from apps.answers.evaluate import corpus_ensure, eval_collection
         from apps.answers.tools import default_tools, retrieval_params
         from apps.graph.driver import get_driver
@@ -107,7 +109,12 @@ class PipelinePrompts:
         self._ensure = corpus_ensure
         self._collection = eval_collection
         self._tools = default_tools()
-        self._params = retrieval_params(mode="graph")
+        params = retrieval_params(mode="graph")
+        if k_max is not None:  # fewer sources: a shorter prompt, read sooner
+            k_max = max(params.selection.k_min, k_max)
+            params = dataclasses.replace(params, selection=dataclasses.replace(params.selection, k_max=k_max))
+        self._params = params
+        self.k_max = params.selection.k_max
         self._ready: set[str] = set()
 
     def prompt(self, dataset: str, question: EvalQuestion) -> tuple[Prompt, float, bool]:
@@ -291,8 +298,9 @@ def markdown(results: Sequence[dict[str, Any]]) -> str:
     ]
     for r in results:
         s = r["summary"]
+        retrieval = r["retrieval"] + (f" (k≤{r['k_max']})" if r.get("k_max") else "")
         lines.append(
-            f"| {r['generator']} | {r['dataset']} | {r['retrieval']} | {s['questions']} | {s['exact_match']:.2f} | "
+            f"| {r['generator']} | {r['dataset']} | {retrieval} | {s['questions']} | {s['exact_match']:.2f} | "
             f"{s['f1']:.2f} | {s['contains']:.2f} | {s['refused']:.2f} | {s['first_token_p50_s']:.2f} s | "
             f"{s['short_answer_p50_s']:.2f} s | {s['total_p50_s']:.2f} s | {s['prompt_tokens_mean']:.0f} | "
             f"{s['tokens_per_second_p50']:.1f} |"
@@ -302,23 +310,32 @@ def markdown(results: Sequence[dict[str, Any]]) -> str:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--models", default=",".join(OFFLINE_GENERATORS), help="comma-separated RAGKG_GENERATOR keys")
+    parser.add_argument(
+        "--models", default=",".join(OFFLINE_GENERATORS), help="RAGKG_GENERATOR keys (auto: this machine's)"
+    )
     parser.add_argument("--datasets", default=",".join(DATASETS))
     parser.add_argument("--retrieval", default=",".join(RETRIEVALS), help="gold, pipeline or both")
     parser.add_argument("--limit", type=int, default=30, help="questions per dataset (the first N)")
     parser.add_argument("--max-new-tokens", type=int, default=settings.ANSWER_MAX_NEW_TOKENS)
+    parser.add_argument(
+        "--k-max", default=str(settings.ANSWER_K_MAX), help="comma-separated ANSWER_K_MAX values for pipeline retrieval"
+    )
     parser.add_argument("--out", default=str(BASE_DIR / "benchmarks/results/answer_quality.json"))
     args = parser.parse_args()
     import torch
 
-    torch.set_num_threads(settings.ANSWER_TORCH_THREADS if settings.ANSWER_TORCH_THREADS > 1 else os.cpu_count() or 1)
+    generation_threads = torch.get_num_threads()  # torch's default, as in a Celery generation process
     retrievals = [r for r in args.retrieval.split(",") if r]
-    pipeline = PipelinePrompts() if set(retrievals) - {"gold"} else None
+    k_maxes = [int(k) for k in args.k_max.split(",") if k]
+    pipelines = [PipelinePrompts(k) for k in k_maxes] if set(retrievals) - {"gold"} else []
+    # Generation as the gpu worker runs it: torch's default thread count (one per core); retrieval
+    # (default_tools) set the answering processes' ANSWER_TORCH_THREADS.
+    torch.set_num_threads(generation_threads)
     data_dir = Path(settings.DEMO_DATA_DIR)
     questions = {d: eval_questions(d, data_dir)[: args.limit] for d in args.datasets.split(",") if d}
     load_before = os.getloadavg()
     results, details = [], []
-    for key in [m for m in args.models.split(",") if m]:
+    for key in [generator_key(m, settings.MODEL_DEVICE) for m in args.models.split(",") if m]:
         model = OFFLINE_GENERATORS[key]
         started = time.perf_counter()
         generator = load_offline(
@@ -328,18 +345,21 @@ def main() -> int:
         answer_once(generator, prompt_assemble(question="Warm-up?", sources=[], count_tokens=len), 4)
         for dataset, items in questions.items():
             for retrieval in retrievals:
-                summary_, rows = run(
-                    generator=generator,
-                    dataset=dataset,
-                    retrieval=retrieval,
-                    questions=items,
-                    pipeline=pipeline,
-                    max_new_tokens=args.max_new_tokens,
-                )
-                log(f"{key} {dataset} {retrieval}: {summary_}")
-                entry = {"generator": key, "model": model.name, "dtype": str(generator.model.dtype)}
-                results.append({**entry, "dataset": dataset, "retrieval": retrieval, "summary": summary_})
-                details.append({**entry, "dataset": dataset, "retrieval": retrieval, "answers": rows})
+                for pipeline in pipelines if retrieval != "gold" else [None]:
+                    summary_, rows = run(
+                        generator=generator,
+                        dataset=dataset,
+                        retrieval=retrieval,
+                        questions=items,
+                        pipeline=pipeline,
+                        max_new_tokens=args.max_new_tokens,
+                    )
+                    k_max = pipeline.k_max if pipeline else None
+                    log(f"{key} {dataset} {retrieval} k_max={k_max}: {summary_}")
+                    entry: dict[str, Any] = {"generator": key, "model": model.name, "dtype": str(generator.model.dtype)}
+                    entry |= {"dataset": dataset, "retrieval": retrieval, "k_max": k_max}
+                    results.append({**entry, "summary": summary_})
+                    details.append({**entry, "answers": rows})
         del generator
     report = {
         "benchmark": "answer_quality",
@@ -347,6 +367,7 @@ def main() -> int:
         "machine": {"cpu_count": os.cpu_count(), "platform": platform.platform()},
         "load_average": {"before": [round(x, 2) for x in load_before], "after": [round(x, 2) for x in os.getloadavg()]},
         "torch_threads": __import__("torch").get_num_threads(),
+        "cpu_bf16": cpu_has_bf16(),
         "max_new_tokens": args.max_new_tokens,
         "results": results,
     }

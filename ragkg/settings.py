@@ -284,9 +284,11 @@ CLIP_MODEL = env_str("RAGKG_CLIP_MODEL", "")
 # open_clip pretrained tag or a local checkpoint file. Empty: laion2b_s34b_b79k for the hub default.
 CLIP_PRETRAINED = env_str("RAGKG_CLIP_PRETRAINED", "")
 # The offline profile's answer generator (apps/models/generator.py: OFFLINE_GENERATORS; docs/models.md
-# says how each was measured): qwen2.5-1.5b, qwen2.5-0.5b or smollm2 (the small one the tests use).
-DEFAULT_GENERATOR = "qwen2.5-1.5b"  # the best answers this CPU gives in time (docs/models.md)
-GENERATOR = env_choice("RAGKG_GENERATOR", DEFAULT_GENERATOR, ("qwen2.5-1.5b", "qwen2.5-0.5b", "smollm2"))
+# says how each was measured): qwen2.5-1.5b, qwen2.5-0.5b or smollm2 (the small one the tests use);
+# auto (default): the 1.5B with a GPU or a CPU with bf16 matrix units, else the 0.5B
+# (apps/models/devices.py: generator_auto).
+DEFAULT_GENERATOR = "auto"
+GENERATOR = env_choice("RAGKG_GENERATOR", DEFAULT_GENERATOR, ("auto", "qwen2.5-1.5b", "qwen2.5-0.5b", "smollm2"))
 # The generator's dtype: auto is fp16 on CUDA, bf16 on a CPU with bf16 matrix units, else fp32.
 GENERATOR_DTYPE = env_choice("RAGKG_GENERATOR_DTYPE", "auto", ("auto", "float32", "bfloat16", "float16"))
 # Converted copies of packaged weights (the generator's safetensors) for fast reloads.

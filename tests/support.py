@@ -17,7 +17,7 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def manage(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
+def manage(*args: str, timeout: float = 300, **env: str) -> subprocess.CompletedProcess[str]:
     """Run ``manage.py`` in a subprocess with the test environment plus ``env``."""
     return subprocess.run(
         [sys.executable, "manage.py", *args],
@@ -25,7 +25,7 @@ def manage(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
         env={**os.environ, **env},
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=timeout,
     )
 
 

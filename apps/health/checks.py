@@ -177,10 +177,11 @@ def check_models() -> CheckResult:
 def _generator_missing() -> list[str]:
     """The configured generator's chunk packages that are not installed (none for a one-file package,
     which OFFLINE_MODEL_PACKAGES covers)."""
+    from apps.models.devices import generator_key
     from apps.models.generator import OFFLINE_GENERATORS
     from apps.models.packages import ModelPackageMissing, SplitGGUF
 
-    model = OFFLINE_GENERATORS[settings.GENERATOR]
+    model = OFFLINE_GENERATORS[generator_key(settings.GENERATOR, settings.MODEL_DEVICE)]
     if not isinstance(model.weights, SplitGGUF):
         return []
     try:

@@ -22,6 +22,7 @@ from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
 from apps.models import clip, packages, rerank, tagger, text
+from apps.models.devices import generator_key
 from apps.models.generator import (
     OFFLINE_GENERATORS,
     load_hub_generator,
@@ -74,7 +75,7 @@ class ModelConfig:
             clip_pretrained=settings.CLIP_PRETRAINED,
             cache_dir=settings.MODEL_CACHE_DIR,
             ocr_min_confidence=settings.OCR_MIN_CONFIDENCE,
-            generator=settings.GENERATOR,
+            generator=generator_key(settings.GENERATOR, settings.MODEL_DEVICE),
             generator_dtype=settings.GENERATOR_DTYPE,
         )
 

@@ -63,11 +63,25 @@ PRODUCT_GENERATOR: dict[str, str | None] = {
 }
 
 
+# Preparing the default generator on a machine that never ran it (joining its chunk packages, checking
+# the sha256, converting the GGUF into a dense copy) takes minutes: 1.5-3 on a quiet 2-core machine,
+# more while anything else runs. The browser tests' time limit covers it (the first one sets the stack up).
+PREPARE_TIMEOUT_S = 900
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.get_closest_marker("browser"):
+            item.add_marker(pytest.mark.timeout(PREPARE_TIMEOUT_S + 300))
+
+
 @pytest.fixture(scope="package")
 def product_generator(live_services: None) -> Iterator[None]:
     """The gpu worker restarted with the default generator (prepared first: joined, checked and converted
     once per model cache), and restarted with the suite's own afterwards."""
-    prepared = manage("models", "--role", "generator", "--load", RAGKG_GENERATOR=settings.DEFAULT_GENERATOR)
+    prepared = manage(
+        "models", "--role", "generator", "--load", timeout=PREPARE_TIMEOUT_S, RAGKG_GENERATOR=settings.DEFAULT_GENERATOR
+    )
     assert prepared.returncode == 0, prepared.stdout + prepared.stderr
     services("down", "celery-gpu")
     started = services("up", "celery-gpu", check=False, env=PRODUCT_GENERATOR)

@@ -1,0 +1,52 @@
+"""RAGKG_GENERATOR=auto: the generator this machine runs fast enough, read from the hardware without torch."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from apps.models import devices
+
+AMX_CPU = "processor\t: 0\nflags\t\t: fpu sse2 avx2 avx512f avx512_bf16 amx_bf16 amx_tile\nmodel name\t: Xeon\n"
+AVX2_CPU = "processor\t: 0\nflags\t\t: fpu sse2 avx2 fma\nmodel name\t: EPYC\n"
+
+
+def test_cpu_flags_are_read_from_cpuinfo(tmp_path: Path) -> None:
+    cpuinfo = tmp_path / "cpuinfo"
+    cpuinfo.write_text(AMX_CPU)
+    assert {"amx_bf16", "avx512_bf16", "avx2"} <= devices._cpu_flags(cpuinfo)
+    assert devices._cpu_flags(tmp_path / "missing") == frozenset()
+
+
+def test_an_nvidia_gpu_is_seen_from_the_driver_directory(tmp_path: Path) -> None:
+    gpus = tmp_path / "gpus"
+    assert not devices._nvidia_gpu_present(gpus)  # no driver
+    gpus.mkdir()
+    assert not devices._nvidia_gpu_present(gpus)  # driver, no GPU
+    (gpus / "0000:17:00.0").mkdir()
+    assert devices._nvidia_gpu_present(gpus)
+
+
+@pytest.mark.parametrize(
+    ("cpuinfo", "gpu", "device", "expected"),
+    [
+        (AMX_CPU, False, "auto", "qwen2.5-1.5b"),
+        (AVX2_CPU, False, "auto", "qwen2.5-0.5b"),
+        (AVX2_CPU, True, "auto", "qwen2.5-1.5b"),
+        (AVX2_CPU, True, "cpu", "qwen2.5-0.5b"),  # a GPU the device setting forbids does not count
+    ],
+)
+def test_auto_picks_the_larger_generator_only_where_it_runs_fast(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, cpuinfo: str, gpu: bool, device: str, expected: str
+) -> None:
+    (tmp_path / "cpuinfo").write_text(cpuinfo)
+    read_flags = devices._cpu_flags
+    monkeypatch.setattr(devices, "_cpu_flags", lambda: read_flags(tmp_path / "cpuinfo"))
+    monkeypatch.setattr(devices, "_nvidia_gpu_present", lambda: gpu)
+    assert devices.generator_auto.__wrapped__(device) == expected
+
+
+def test_a_named_generator_is_kept() -> None:
+    assert devices.generator_key("smollm2", "auto") == "smollm2"
+    assert devices.generator_key("auto", "auto") in {"qwen2.5-1.5b", "qwen2.5-0.5b"}
