@@ -248,8 +248,8 @@ CELERY_RESULT_BACKEND_TRANSPORT_OPTIONS = {
 # started without -c).
 CELERY_WORKER_CONCURRENCY = env_int("CELERY_WORKER_CONCURRENCY", 2, minimum=1)
 # Processes of the local generation worker (the gpu queue only). 2 on a 2-core machine: a generation
-# uses one core (ANSWER_TORCH_THREADS=1), so two fill both cores and a second question does not wait
-# a whole generation; the ingest worker runs niced (RAGKG_INGEST_NICE), so it takes what is left.
+# alone uses every core (torch's default threads), and a second question shares them instead of
+# waiting a whole generation; the ingest worker runs niced (RAGKG_INGEST_NICE), so it takes what is left.
 GENERATION_CONCURRENCY = env_int("RAGKG_GENERATION_CONCURRENCY", 2, minimum=1)
 # Generations the gpu workers run at once, all of them together: a question with generation is
 # refused (503) when it would wait longer than ANSWER_QUEUE_TIMEOUT for one (apps/answers/admission.py;
