@@ -78,8 +78,8 @@ def generator_auto(device_preference: str) -> str:
     """The offline generator ``RAGKG_GENERATOR=auto`` means on this machine, decided without importing
     torch (listing the profile stays cheap): Qwen2.5-Coder-1.5B where it runs fast (an NVIDIA GPU the
     device setting allows, or a CPU with bf16 matrix units: AMX or AVX-512 BF16), the 0.5B elsewhere
-    (on a CPU with fp32 only, the 1.5B takes about 44 s to read a 1,000-token prompt on 2 cores, the
-    0.5B 12 s; docs/models.md)."""
+    (on a 2-core CPU with fp32 only, the 1.5B's first token came after 13 s on a 560-token prompt, the
+    0.5B's after 3 s; docs/models.md)."""
     gpu = device_preference != "cpu" and _nvidia_gpu_present()
     return "qwen2.5-1.5b" if gpu or _cpu_flags() & BF16_CPU_FLAGS else "qwen2.5-0.5b"
 
