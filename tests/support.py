@@ -17,8 +17,13 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def manage(*args: str, timeout: float = 300, **env: str) -> subprocess.CompletedProcess[str]:
-    """Run ``manage.py`` in a subprocess with the test environment plus ``env``."""
+def manage(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    """Run ``manage.py`` in a subprocess with the test environment plus ``env`` (at most 300 s)."""
+    return manage_within(300, *args, **env)
+
+
+def manage_within(timeout: float, /, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    """``manage`` with its own time limit (seconds)."""
     return subprocess.run(
         [sys.executable, "manage.py", *args],
         cwd=BASE_DIR,

@@ -22,7 +22,7 @@ from playwright.sync_api import Browser, ViewportSize, sync_playwright
 
 from tests.browser.support import JOURNAL, MUSEUM, SOCIETY, Browsing, Corpus, Persona, field_notes
 from tests.conftest import services, web_server_running
-from tests.support import manage
+from tests.support import manage, manage_within
 
 CHROMIUM = Path("/usr/bin/chromium")  # Debian's package (scripts/bootstrap.sh installs it)
 PASSWORD = "browser-test-password-1912"
@@ -79,8 +79,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 def product_generator(live_services: None) -> Iterator[None]:
     """The gpu worker restarted with the default generator (prepared first: joined, checked and converted
     once per model cache), and restarted with the suite's own afterwards."""
-    prepared = manage(
-        "models", "--role", "generator", "--load", timeout=PREPARE_TIMEOUT_S, RAGKG_GENERATOR=settings.DEFAULT_GENERATOR
+    prepared = manage_within(
+        PREPARE_TIMEOUT_S, "models", "--role", "generator", "--load", RAGKG_GENERATOR=settings.DEFAULT_GENERATOR
     )
     assert prepared.returncode == 0, prepared.stdout + prepared.stderr
     services("down", "celery-gpu")
