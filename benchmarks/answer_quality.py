@@ -49,7 +49,7 @@ from django.conf import settings
 from apps.answers.answer_text import answer_clean, lines_written, short_answer
 from apps.answers.evaluate import FOREIGN
 from apps.answers.evaluation import EvalQuestion, eval_questions, exact_match, f1_score, normalise_answer
-from apps.answers.prompt import NOT_FOUND, prompt_assemble
+from apps.answers.prompt import NOT_FOUND, ExcerptParams, prompt_assemble
 from apps.answers.support import (
     EvidenceParams,
     answer_refusal,
@@ -99,7 +99,7 @@ def gold_sources(question: EvalQuestion) -> list[Source]:
 class PipelinePrompts:
     """Stages 1-6 against each dataset's ingested collection (a private Neo4j and FAISS)."""
 
-    def __init__(self, k_max: int | None = None) -> None:
+    def __init__(self, k_max: int | None = None, excerpt: ExcerptParams | None = None) -> None:
         from apps.answers.evaluate import corpus_ensure, eval_collection
         from apps.answers.tools import default_tools, retrieval_params
         from apps.graph.driver import get_driver
@@ -115,6 +115,7 @@ class PipelinePrompts:
             params = dataclasses.replace(params, selection=dataclasses.replace(params.selection, k_max=k_max))
         self._params = params
         self.k_max = params.selection.k_max
+        self.excerpt = excerpt  # None: the app's (apps.answers.prompt.ExcerptParams())
         self._ready: set[str] = set()
 
     def prompt(self, dataset: str, question: EvalQuestion) -> tuple[Prompt, float, bool]:
@@ -128,7 +129,13 @@ class PipelinePrompts:
             question=question.question, collections=[self._collection(dataset)], tools=self._tools, params=self._params
         )
         enough = evidence_sufficient(evidence_measure(question.question, retrieval.sources), EVIDENCE)
-        return retrieval.prompt, sum(retrieval.timings_ms.values()), enough
+        prompt = retrieval.prompt
+        if self.excerpt is not None:  # the same sources, other sentences of each shown
+            count = self._tools.count_tokens
+            prompt = prompt_assemble(
+                question=question.question, sources=retrieval.sources, count_tokens=count, params=self.excerpt
+            )
+        return prompt, sum(retrieval.timings_ms.values()), enough
 
 
 NOT_GENERATED = {
@@ -299,6 +306,7 @@ def markdown(results: Sequence[dict[str, Any]]) -> str:
     for r in results:
         s = r["summary"]
         retrieval = r["retrieval"] + (f" (k≤{r['k_max']})" if r.get("k_max") else "")
+        retrieval += " excerpt " + "/".join(map(str, r["excerpt"])) if r.get("excerpt") else ""
         lines.append(
             f"| {r['generator']} | {r['dataset']} | {retrieval} | {s['questions']} | {s['exact_match']:.2f} | "
             f"{s['f1']:.2f} | {s['contains']:.2f} | {s['refused']:.2f} | {s['first_token_p50_s']:.2f} s | "
@@ -320,6 +328,11 @@ def main() -> int:
     parser.add_argument(
         "--k-max", default=str(settings.ANSWER_K_MAX), help="comma-separated ANSWER_K_MAX values for pipeline retrieval"
     )
+    parser.add_argument(
+        "--excerpt",
+        default="",
+        help="comma-separated BEST/NEIGHBOURS/MOST sentence selections of each source to compare (default: the app's)",
+    )
     parser.add_argument("--out", default=str(BASE_DIR / "benchmarks/results/answer_quality.json"))
     args = parser.parse_args()
     import torch
@@ -327,7 +340,10 @@ def main() -> int:
     generation_threads = torch.get_num_threads()  # torch's default, as in a Celery generation process
     retrievals = [r for r in args.retrieval.split(",") if r]
     k_maxes = [int(k) for k in args.k_max.split(",") if k]
-    pipelines = [PipelinePrompts(k) for k in k_maxes] if set(retrievals) - {"gold"} else []
+    excerpts: list[ExcerptParams | None] = [
+        ExcerptParams(*(int(n) for n in e.split("/"))) for e in args.excerpt.split(",") if e
+    ] or [None]
+    pipelines = [PipelinePrompts(k, e) for k in k_maxes for e in excerpts] if set(retrievals) - {"gold"} else []
     # Generation as the gpu worker runs it: torch's default thread count (one per core); retrieval
     # (default_tools) set the answering processes' ANSWER_TORCH_THREADS.
     torch.set_num_threads(generation_threads)
@@ -355,9 +371,10 @@ def main() -> int:
                         max_new_tokens=args.max_new_tokens,
                     )
                     k_max = pipeline.k_max if pipeline else None
-                    log(f"{key} {dataset} {retrieval} k_max={k_max}: {summary_}")
+                    excerpt = dataclasses.astuple(pipeline.excerpt) if pipeline and pipeline.excerpt else None
+                    log(f"{key} {dataset} {retrieval} k_max={k_max} excerpt={excerpt}: {summary_}")
                     entry: dict[str, Any] = {"generator": key, "model": model.name, "dtype": str(generator.model.dtype)}
-                    entry |= {"dataset": dataset, "retrieval": retrieval, "k_max": k_max}
+                    entry |= {"dataset": dataset, "retrieval": retrieval, "k_max": k_max, "excerpt": excerpt}
                     results.append({**entry, "summary": summary_})
                     details.append({**entry, "answers": rows})
         del generator
