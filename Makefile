@@ -90,33 +90,28 @@ bench-answers: setup
 BENCH_MULTIHOP_ENV := RAGKG_STATE_DIR=var/bench-multihop DJANGO_DEBUG=1 DATABASE_URL= \
 	NEO4J_URI=bolt://127.0.0.1:57687 NEO4J_PASSWORD=ragkg-bench-password REDIS_URL=redis://127.0.0.1:56379/0 \
 	WEB_PORT=58000 RAGKG_MANAGED_SERVICES=neo4j
+# $(call bench_multihop_run,SCRIPT): SCRIPT with BENCH_ARGS against that Neo4j, stopped after, also on failure.
+define bench_multihop_run
+mkdir -p var/bench-multihop
+env $(BENCH_MULTIHOP_ENV) $(SERVICES) up neo4j
+env $(BENCH_MULTIHOP_ENV) $(PY) manage.py migrate -v 0
+env $(BENCH_MULTIHOP_ENV) $(PY) $(1) $(BENCH_ARGS); rc=$$?; env $(BENCH_MULTIHOP_ENV) $(SERVICES) down; exit $$rc
+endef
 
 bench-multihop: setup
-	mkdir -p var/bench-multihop
-	env $(BENCH_MULTIHOP_ENV) $(SERVICES) up neo4j
-	env $(BENCH_MULTIHOP_ENV) $(PY) manage.py migrate -v 0
-	env $(BENCH_MULTIHOP_ENV) $(PY) benchmarks/multihop_recall.py $(BENCH_ARGS); rc=$$?; \
-		env $(BENCH_MULTIHOP_ENV) $(SERVICES) down; exit $$rc
+	$(call bench_multihop_run,benchmarks/multihop_recall.py)
 
 # Answer quality and speed of every offline generator (exact match, F1, time to first token, total with
 # attribution) on the HotpotQA and MuSiQue samples and 2Wiki dev300, with gold passages and with the
 # pipeline's retrieval; the same private Neo4j as bench-multihop (corpora ingested once, kept).
 # BENCH_ARGS: --limit N, --models qwen2.5-0.5b,..., --retrieval gold|pipeline, --datasets ...
 bench-answer-quality: setup
-	mkdir -p var/bench-multihop
-	env $(BENCH_MULTIHOP_ENV) $(SERVICES) up neo4j
-	env $(BENCH_MULTIHOP_ENV) $(PY) manage.py migrate -v 0
-	env $(BENCH_MULTIHOP_ENV) $(PY) benchmarks/answer_quality.py $(BENCH_ARGS); rc=$$?; \
-		env $(BENCH_MULTIHOP_ENV) $(SERVICES) down; exit $$rc
+	$(call bench_multihop_run,benchmarks/answer_quality.py)
 
 # "Not found in your documents": the retrieval thresholds fitted on HotpotQA and MuSiQue questions asked
 # against their own and another dataset's collection, validated on 2Wiki dev300 (same private Neo4j).
 bench-not-found: setup
-	mkdir -p var/bench-multihop
-	env $(BENCH_MULTIHOP_ENV) $(SERVICES) up neo4j
-	env $(BENCH_MULTIHOP_ENV) $(PY) manage.py migrate -v 0
-	env $(BENCH_MULTIHOP_ENV) $(PY) benchmarks/not_found.py $(BENCH_ARGS); rc=$$?; \
-		env $(BENCH_MULTIHOP_ENV) $(SERVICES) down; exit $$rc
+	$(call bench_multihop_run,benchmarks/not_found.py)
 
 # Token attribution: faithfulness on HotpotQA copy cases and supporting facts, cost of fast and exact
 # mode, storage size (benchmarks/results/attribution_*.json); no services needed.

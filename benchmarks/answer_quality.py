@@ -50,8 +50,8 @@ from apps.answers.answer_text import answer_clean, lines_written, short_answer
 from apps.answers.evaluate import FOREIGN
 from apps.answers.evaluation import EvalQuestion, eval_questions, exact_match, f1_score, normalise_answer
 from apps.answers.prompt import NOT_FOUND, ExcerptParams, prompt_assemble
+from apps.answers.services import evidence_params
 from apps.answers.support import (
-    EvidenceParams,
     answer_refusal,
     avoid_first,
     evidence_measure,
@@ -70,11 +70,7 @@ DATASETS = ("hotpotqa", "musique", "2wiki")
 RETRIEVALS = ("gold", "pipeline", "foreign")
 
 
-EVIDENCE = EvidenceParams(
-    min_similarity=settings.ANSWER_MIN_SIMILARITY,
-    min_coverage=settings.ANSWER_MIN_COVERAGE,
-    min_answer_support=settings.ANSWER_MIN_ANSWER_SUPPORT,
-)
+EVIDENCE = evidence_params()  # the app's thresholds
 
 
 def log(message: str) -> None:

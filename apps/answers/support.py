@@ -9,8 +9,8 @@ their answers (``make bench-not-found``; tuned on the HotpotQA and MuSiQue sampl
   ``coverage``, the share of the question's content words (weighted by length, so names count more
   than "born") that occur in the sources' text. A question about a topic the collections do not
   hold scores low on one or both; it is not sent to the generator at all.
-- after generation, on the short answer: the generator's own "Not found in your documents." (the
-  prompt asks for it, ``says_not_found``), an empty answer, or ``answer_support``, the share of the
+- after generation, on the short answer: the generator's own "Not found in your documents." (it
+  may write it unasked, ``says_not_found``), an empty answer, or ``answer_support``, the share of the
   answer's own words (not the question's) that occur in the sources the prompt showed. An answer
   made of words no source contains ("106.3 FM" from passages about a band) is replaced. A yes or
   no is checked only against the question's form: fine for "Is ...?", unsupported for "Which ...?".
@@ -116,7 +116,7 @@ def answer_support(short: str, shown: str, question: str) -> float:
 
 
 def says_not_found(short: str) -> bool:
-    """Whether the generator itself answered that the sources do not say (the prompt asks for ``NOT_FOUND``)."""
+    """Whether the generator itself answered that the sources do not say ("Not found …", unasked)."""
     return short.strip().lower().startswith("not found")
 
 

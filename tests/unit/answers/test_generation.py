@@ -17,18 +17,25 @@ from apps.answers.prompt import NOT_FOUND
 from apps.models.interfaces import Generator
 
 
-class SlowGenerator:
-    """Yields one word per ``delay`` seconds, forever unless closed; records whether it was closed."""
+class WordGenerator:
+    """A stand-in generator (no model) whose tokens are words; its own tokenizer."""
 
-    name = "slow"
+    name = "words"
+
+    @property
+    def tokenizer(self) -> WordGenerator:
+        return self
+
+    def encode(self, text: str, add_special_tokens: bool = False) -> list[str]:
+        return text.split()
+
+
+class SlowGenerator(WordGenerator):
+    """Yields one word per ``delay`` seconds, forever unless closed; records whether it was closed."""
 
     def __init__(self, delay: float) -> None:
         self.delay = delay
         self.closed = False
-        self.tokenizer = self
-
-    def encode(self, text: str, add_special_tokens: bool = False) -> list[str]:
-        return text.split()
 
     def stream(
         self, prompt: str, *, max_new_tokens: int, system: str | None = None, avoid_first: Sequence[str] = ()
@@ -80,17 +87,11 @@ def test_a_generation_within_its_limit_reports_its_rate(published: list[Any]) ->
     assert summary["tokens"] == 5 and float(str(summary["tokens_per_second"])) > 0 and summary["timed_out"] is False
 
 
-class FixedGenerator:
-    """Writes ``text`` word by word (no model)."""
-
-    name = "fixed"
+class FixedGenerator(WordGenerator):
+    """Writes ``text`` word by word."""
 
     def __init__(self, text: str) -> None:
         self.text = text
-        self.tokenizer = self
-
-    def encode(self, text: str, add_special_tokens: bool = False) -> list[str]:
-        return text.split()
 
     def stream(
         self, prompt: str, *, max_new_tokens: int, system: str | None = None, avoid_first: Sequence[str] = ()
