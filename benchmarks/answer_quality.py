@@ -60,7 +60,7 @@ from apps.answers.support import (
 )
 from apps.answers.types import Prompt, Source
 from apps.ingest.chunking import split_sentences
-from apps.models.devices import cpu_has_bf16, generator_key
+from apps.models.devices import cpu_has_bf16, generator_key, generator_precision
 from apps.models.generator import OFFLINE_GENERATORS, HFGenerator, load_offline
 from apps.provenance.fast import FastAttributor, calibrated_params
 from apps.provenance.layout import layout_build
@@ -304,8 +304,9 @@ def markdown(results: Sequence[dict[str, Any]]) -> str:
         retrieval = r["retrieval"] + (f" (k≤{r['k_max']})" if r.get("k_max") else "")
         retrieval += " excerpt " + "/".join(map(str, r["excerpt"])) if r.get("excerpt") else ""
         lines.append(
-            f"| {r['generator']} | {r['dataset']} | {retrieval} | {s['questions']} | {s['exact_match']:.2f} | "
-            f"{s['f1']:.2f} | {s['contains']:.2f} | {s['refused']:.2f} | {s['first_token_p50_s']:.2f} s | "
+            f"| {r['generator']} {r['dtype']} | {r['dataset']} | {retrieval} | {s['questions']} | "
+            f"{s['exact_match']:.2f} | {s['f1']:.2f} | {s['contains']:.2f} | {s['refused']:.2f} | "
+            f"{s['first_token_p50_s']:.2f} s | "
             f"{s['short_answer_p50_s']:.2f} s | {s['total_p50_s']:.2f} s | {s['prompt_tokens_mean']:.0f} | "
             f"{s['tokens_per_second_p50']:.1f} |"
         )
@@ -329,6 +330,11 @@ def main() -> int:
         default="",
         help="comma-separated BEST/NEIGHBOURS/MOST sentence selections of each source to compare (default: the app's)",
     )
+    parser.add_argument(
+        "--dtypes",
+        default=settings.GENERATOR_DTYPE,
+        help="comma-separated RAGKG_GENERATOR_DTYPE values to compare (auto, float32, bfloat16, float16, int8)",
+    )
     parser.add_argument("--out", default=str(BASE_DIR / "benchmarks/results/answer_quality.json"))
     args = parser.parse_args()
     import torch
@@ -347,13 +353,13 @@ def main() -> int:
     questions = {d: eval_questions(d, data_dir)[: args.limit] for d in args.datasets.split(",") if d}
     load_before = os.getloadavg()
     results, details = [], []
-    for key in [generator_key(m, settings.MODEL_DEVICE) for m in args.models.split(",") if m]:
+    keys = [generator_key(m, settings.MODEL_DEVICE) for m in args.models.split(",") if m]
+    for key, dtype in [(k, d) for k in keys for d in args.dtypes.split(",") if d]:
         model = OFFLINE_GENERATORS[key]
         started = time.perf_counter()
-        generator = load_offline(
-            model, cache_root=settings.MODEL_CACHE_DIR, device=settings.MODEL_DEVICE, dtype=settings.GENERATOR_DTYPE
-        )
-        log(f"{model.name} loaded in {time.perf_counter() - started:.1f}s ({generator.model.dtype})")
+        generator = load_offline(model, cache_root=settings.MODEL_CACHE_DIR, device=settings.MODEL_DEVICE, dtype=dtype)
+        precision = generator_precision(generator.device, dtype)
+        log(f"{model.name} loaded in {time.perf_counter() - started:.1f}s ({precision})")
         answer_once(generator, prompt_assemble(question="Warm-up?", sources=[], count_tokens=len), 4)
         for dataset, items in questions.items():
             for retrieval in retrievals:
@@ -369,7 +375,7 @@ def main() -> int:
                     k_max = pipeline.k_max if pipeline else None
                     excerpt = dataclasses.astuple(pipeline.excerpt) if pipeline and pipeline.excerpt else None
                     log(f"{key} {dataset} {retrieval} k_max={k_max} excerpt={excerpt}: {summary_}")
-                    entry: dict[str, Any] = {"generator": key, "model": model.name, "dtype": str(generator.model.dtype)}
+                    entry: dict[str, Any] = {"generator": key, "model": model.name, "dtype": precision}
                     entry |= {"dataset": dataset, "retrieval": retrieval, "k_max": k_max, "excerpt": excerpt}
                     results.append({**entry, "summary": summary_})
                     details.append({**entry, "answers": rows})

@@ -289,8 +289,9 @@ CLIP_PRETRAINED = env_str("RAGKG_CLIP_PRETRAINED", "")
 # (apps/models/devices.py: generator_auto).
 DEFAULT_GENERATOR = "auto"
 GENERATOR = env_choice("RAGKG_GENERATOR", DEFAULT_GENERATOR, ("auto", "qwen2.5-1.5b", "qwen2.5-0.5b", "smollm2"))
-# The generator's dtype: auto is fp16 on CUDA, bf16 on a CPU with bf16 matrix units, else fp32.
-GENERATOR_DTYPE = env_choice("RAGKG_GENERATOR_DTYPE", "auto", ("auto", "float32", "bfloat16", "float16"))
+# The generator's precision: auto is fp16 on CUDA, bf16 on a CPU with bf16 matrix units, else fp32;
+# int8 (CPU only) quantizes the linear layers' weights per channel and their inputs per call.
+GENERATOR_DTYPE = env_choice("RAGKG_GENERATOR_DTYPE", "auto", ("auto", "float32", "bfloat16", "float16", "int8"))
 # Converted copies of packaged weights (the generator's safetensors) for fast reloads.
 MODEL_CACHE_DIR = env_path("RAGKG_MODEL_CACHE_DIR", STATE_DIR / "models", base=BASE_DIR)
 # OCR lines recognised with less confidence than this are dropped.

@@ -39,17 +39,29 @@ def cpu_has_bf16() -> bool:
         return False
 
 
+PRECISIONS = ("float32", "bfloat16", "float16", "int8")
+
+
+def generator_precision(device: str, preference: str = "auto") -> str:
+    """The generator's precision, one of ``PRECISIONS``: ``preference`` (``RAGKG_GENERATOR_DTYPE``) when
+    it names one (int8 is a CPU format: on a GPU it means fp16), else fp16 on a GPU, bf16 on a CPU with
+    bf16 matrix units (about 3x faster than fp32 there), fp32 on other CPUs (their fp16 and bf16
+    matmuls are slow or missing; docs/models.md compares int8 there)."""
+    on_gpu = device.startswith("cuda")
+    if preference != "auto":
+        return "float16" if preference == "int8" and on_gpu else preference
+    if on_gpu:
+        return "float16"
+    return "bfloat16" if cpu_has_bf16() else "float32"
+
+
 def dtype_for(device: str, preference: str = "auto") -> torch.dtype:
-    """The generator's dtype: ``preference`` (``RAGKG_GENERATOR_DTYPE``) when it names one, else fp16 on
-    a GPU, bf16 on a CPU with bf16 matrix units (about 3x faster than fp32 here), fp32 on other CPUs
-    (fp16 matmuls are slow or missing there)."""
+    """The dtype the generator's weights load in: that of ``generator_precision``; int8 loads fp32
+    weights and quantizes their linear layers after loading (apps.models.generator.quantized_int8)."""
     import torch
 
-    if preference != "auto":
-        return {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}[preference]
-    if device.startswith("cuda"):
-        return torch.float16
-    return torch.bfloat16 if cpu_has_bf16() else torch.float32
+    precision = generator_precision(device, preference)
+    return {"bfloat16": torch.bfloat16, "float16": torch.float16}.get(precision, torch.float32)
 
 
 BF16_CPU_FLAGS = frozenset({"amx_bf16", "avx512_bf16"})

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from apps.models import packages
-from apps.models.devices import dtype_for, select_device
+from apps.models.devices import dtype_for, generator_precision, select_device
 from apps.models.packages import QWEN_05B_GGUF, QWEN_15B_GGUF, SplitGGUF, split_assemble
 
 if TYPE_CHECKING:
@@ -397,12 +397,42 @@ def _load_pretrained(
 
 
 def _placed(model: PreTrainedModel, device: str, dtype: str = "auto") -> PreTrainedModel:
-    """``model`` on ``device`` in that device's dtype, in eval mode."""
+    """``model`` on ``device`` in that device's precision (``generator_precision``), in eval mode."""
     import torch
 
     placed = torch.nn.Module.to(model, device=device, dtype=dtype_for(device, dtype))
     placed.train(False)
-    return placed
+    return quantized_int8(placed) if generator_precision(device, dtype) == "int8" else placed
+
+
+# Linear layers int8 leaves in fp32: the MLP's output projection, whose inputs (the gated
+# intermediate activations) have the widest range, so one int8 scale per call for them loses most.
+INT8_KEEP_FP32 = ("down_proj",)
+
+
+def quantized_int8(model: PreTrainedModel) -> PreTrainedModel:
+    """``model`` (fp32, on the CPU) with the linear layers of its transformer blocks dynamically
+    quantized in place: int8 weights with one scale per output channel, inputs quantized per call
+    (torch's fbgemm/oneDNN kernels). The output layer (the vocabulary's logits), the embedding table
+    and the layers named in ``INT8_KEEP_FP32`` stay fp32: with every linear layer in int8 the 0.5B
+    stopped answering in the asked format (docs/models.md has the comparison). No gradients flow
+    through it, which nothing here needs (attribution reads attention weights and ablates by
+    forward passes)."""
+    import warnings
+
+    import torch
+    from torch.ao.quantization import per_channel_dynamic_qconfig, quantize_dynamic
+
+    output = model.get_output_embeddings()  # type: ignore[no-untyped-call]
+    quantized = {
+        name: per_channel_dynamic_qconfig
+        for name, module in model.named_modules()
+        if isinstance(module, torch.nn.Linear) and module is not output and not name.endswith(INT8_KEEP_FP32)
+    }
+    with warnings.catch_warnings():  # torch.ao's eager quantization warns that it moves to torchao
+        warnings.simplefilter("ignore")
+        quantize_dynamic(model, quantized, dtype=torch.qint8, inplace=True)  # type: ignore[no-untyped-call]
+    return model
 
 
 def _convert_gguf(

