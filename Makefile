@@ -73,7 +73,7 @@ bench-vectors: setup
 # stack of its own (state under var/bench-answers, ports 47687/46379/48000), wiped first; Neo4j and
 # Redis start here, the Celery worker and web server for the load phase (benchmarks/answer_latency.py);
 # everything is stopped after, also on failure. BENCH_ARGS=--quick for a smoke run.
-BENCH_ANSWERS_ENV := RAGKG_STATE_DIR=var/bench-answers DJANGO_DEBUG=0 DJANGO_SECRET_KEY=bench-answers-throwaway \
+BENCH_ANSWERS_ENV := RAGKG_STATE_DIR=var/bench-answers DJANGO_DEBUG=0 DJANGO_SECRET_KEY=bench-answers-throwaway RAGKG_HTTPS=0 \
 	DATABASE_URL= NEO4J_URI=bolt://127.0.0.1:47687 NEO4J_PASSWORD=ragkg-bench-password NEO4J_HEAP=2g \
 	NEO4J_PAGE_CACHE=1g REDIS_URL=redis://127.0.0.1:46379/0 WEB_PORT=48000 \
 	RAGKG_MANAGED_SERVICES=neo4j,redis,celery,web ANSWER_QUEUE_TIMEOUT=120
