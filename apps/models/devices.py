@@ -39,11 +39,8 @@ def cpu_has_bf16() -> bool:
         return False
 
 
-PRECISIONS = ("float32", "bfloat16", "float16", "int8")
-
-
 def generator_precision(device: str, preference: str = "auto") -> str:
-    """The generator's precision, one of ``PRECISIONS``: ``preference`` (``RAGKG_GENERATOR_DTYPE``) when
+    """The generator's precision (float32, bfloat16, float16 or int8): ``preference`` (``RAGKG_GENERATOR_DTYPE``) when
     it names one (int8 is a CPU format: on a GPU it means fp16), else fp16 on a GPU, bf16 on a CPU with
     bf16 matrix units (about 3x faster than fp32 there), fp32 on other CPUs (their fp16 and bf16
     matmuls are slow or missing; docs/models.md compares int8 there)."""
