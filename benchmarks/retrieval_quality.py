@@ -37,6 +37,7 @@ django.setup()
 from django.conf import settings
 from PIL import Image
 
+from apps.models.devices import embed_batch_size
 from apps.models.interfaces import TextEmbedder, Vectors
 from apps.models.registry import image_tagger
 from apps.models.text import load_e5, load_minilm
@@ -110,8 +111,8 @@ def main() -> None:
     args = parser.parse_args()
     data_dir = Path(settings.DEMO_DATA_DIR)
     embedders: list[TextEmbedder] = [
-        load_minilm(device="cpu", batch_size=settings.EMBED_BATCH_SIZE),
-        load_e5(batch_size=settings.EMBED_BATCH_SIZE),
+        load_minilm(device="cpu", batch_size=embed_batch_size("cpu", settings.EMBED_BATCH_SIZE)),
+        load_e5(batch_size=embed_batch_size("cpu", settings.EMBED_BATCH_SIZE)),
     ]
     cross = [cross_language(embedder, data_dir) for embedder in embedders]
     images = [text_to_image(embedder, data_dir) for embedder in embedders]

@@ -277,7 +277,8 @@ MODEL_PROFILE = env_choice("RAGKG_MODEL_PROFILE", "offline", ("offline", "hub"))
 TEXT_EMBEDDER = env_choice("RAGKG_TEXT_EMBEDDER", "minilm", ("minilm", "e5"))
 # auto: CUDA when torch sees a GPU (models in fp16 there), else the CPU.
 MODEL_DEVICE = env_choice("RAGKG_MODEL_DEVICE", "auto", ("auto", "cpu", "cuda"))
-EMBED_BATCH_SIZE = env_int("RAGKG_EMBED_BATCH_SIZE", 64, minimum=1)
+# 0: by device (64 on a GPU, 8 on a CPU, where small batches are faster; docs/performance.md).
+EMBED_BATCH_SIZE = env_int("RAGKG_EMBED_BATCH_SIZE", 0, minimum=0)
 # open_clip model of the CLIP space. Empty: the profile's default (offline: off; hub: ViT-B-32);
 # "off": no CLIP space; "ragkg-tiny-clip": a tiny random model for wiring tests (docs/models.md).
 CLIP_MODEL = env_str("RAGKG_CLIP_MODEL", "")

@@ -75,3 +75,11 @@ def test_int8_weights_load_in_fp32_before_they_are_quantized() -> None:
 
     assert devices.dtype_for("cpu", "int8") is torch.float32
     assert devices.dtype_for("cpu", "bfloat16") is torch.bfloat16
+
+
+@pytest.mark.parametrize(
+    ("device", "configured", "expected"),
+    [("cpu", 0, 8), ("cuda", 0, 64), ("cuda:1", 0, 64), ("cpu", 32, 32), ("cuda", 16, 16)],
+)
+def test_the_embed_batch_size_is_small_on_a_cpu_unless_configured(device: str, configured: int, expected: int) -> None:
+    assert devices.embed_batch_size(device, configured) == expected
