@@ -32,14 +32,16 @@ def select_device(preference: str) -> str:
 GPU_EMBED_BATCH, CPU_EMBED_BATCH = 64, 8
 
 
-def embed_batch_size(device: str, configured: int = 0) -> int:
-    """The embedders' batch size: ``configured`` (``RAGKG_EMBED_BATCH_SIZE``) when set, else 64 on a GPU
-    and 8 on a CPU. On the CPU small batches are faster per text: a batch of 64 chunks padded to its
+def embed_batch_size(device_preference: str, configured: int = 0) -> int:
+    """The embedders' batch size: ``configured`` (``RAGKG_EMBED_BATCH_SIZE``) when set, else 64 where the
+    models run on a GPU (the device setting allows one and an NVIDIA GPU is present; read without
+    importing torch) and 8 on a CPU. On the CPU small batches are faster per text: a batch of 64 chunks padded to its
     longest outgrows the caches (all-MiniLM-L6-v2 on 456 ingested 2Wiki chunks, 2 cores: 17 chunks/s
     at 64, 47 at 8; docs/performance.md)."""
     if configured > 0:
         return configured
-    return GPU_EMBED_BATCH if device.startswith("cuda") else CPU_EMBED_BATCH
+    gpu = device_preference.startswith("cuda") or (device_preference == "auto" and _nvidia_gpu_present())
+    return GPU_EMBED_BATCH if gpu else CPU_EMBED_BATCH
 
 
 def cpu_has_bf16() -> bool:

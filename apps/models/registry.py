@@ -22,7 +22,7 @@ from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
 from apps.models import clip, packages, rerank, tagger, text
-from apps.models.devices import embed_batch_size, generator_key, select_device
+from apps.models.devices import embed_batch_size, generator_key
 from apps.models.generator import (
     OFFLINE_GENERATORS,
     load_hub_generator,
@@ -70,7 +70,7 @@ class ModelConfig:
             profile=profile or settings.MODEL_PROFILE,
             text_embedder=settings.TEXT_EMBEDDER,
             device=settings.MODEL_DEVICE,
-            batch_size=embed_batch_size(select_device(settings.MODEL_DEVICE), settings.EMBED_BATCH_SIZE),
+            batch_size=embed_batch_size(settings.MODEL_DEVICE, settings.EMBED_BATCH_SIZE),
             clip_model=settings.CLIP_MODEL,
             clip_pretrained=settings.CLIP_PRETRAINED,
             cache_dir=settings.MODEL_CACHE_DIR,

@@ -83,3 +83,9 @@ def test_int8_weights_load_in_fp32_before_they_are_quantized() -> None:
 )
 def test_the_embed_batch_size_is_small_on_a_cpu_unless_configured(device: str, configured: int, expected: int) -> None:
     assert devices.embed_batch_size(device, configured) == expected
+
+
+@pytest.mark.parametrize(("gpu", "expected"), [(True, 64), (False, 8)])
+def test_auto_embed_batch_size_follows_the_gpu(monkeypatch: pytest.MonkeyPatch, gpu: bool, expected: int) -> None:
+    monkeypatch.setattr(devices, "_nvidia_gpu_present", lambda: gpu)
+    assert devices.embed_batch_size("auto") == expected
