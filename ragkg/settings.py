@@ -275,6 +275,10 @@ WORKER_CHECK_TTL = env_float("RAGKG_WORKER_CHECK_TTL", 5.0, minimum=0.0)
 MODEL_PROFILE = env_choice("RAGKG_MODEL_PROFILE", "offline", ("offline", "hub"))
 # Offline profile's text embedder: minilm (all-MiniLM-L6-v2, English) or e5 (multilingual-e5-small).
 TEXT_EMBEDDER = env_choice("RAGKG_TEXT_EMBEDDER", "minilm", ("minilm", "e5"))
+# How all-MiniLM-L6-v2 runs: torch (sentence-transformers), onnx (ONNX Runtime, the same vectors) or
+# onnx-int8 (weights quantized per channel: its own vector space, all-MiniLM-L6-v2+int8). auto: torch
+# with a GPU, else onnx (apps/models/devices.py: text_encoder_key; docs/performance.md compares them).
+TEXT_ENCODER = env_choice("RAGKG_TEXT_ENCODER", "auto", ("auto", "torch", "onnx", "onnx-int8"))
 # auto: CUDA when torch sees a GPU (models in fp16 there), else the CPU.
 MODEL_DEVICE = env_choice("RAGKG_MODEL_DEVICE", "auto", ("auto", "cpu", "cuda"))
 # 0: by device (64 on a GPU, 8 on a CPU, where small batches are faster; docs/performance.md).
@@ -320,6 +324,9 @@ INGEST_BATCH_SIZE = env_int("INGEST_BATCH_SIZE", 64, minimum=1)
 # Helper processes running entity extraction for each ingesting worker process (0: in the
 # worker process itself). One per CPU core keeps every core busy while Neo4j writes.
 INGEST_NER_PROCESSES = env_int("INGEST_NER_PROCESSES", min(2, os.cpu_count() or 1), minimum=0)
+# Write batch k to Neo4j in a thread while batch k+1 is embedded (off: one after the other). On 2 cores
+# both take the same time (the CPU is the limit); with more cores or a GPU encoder the write is hidden.
+INGEST_OVERLAP_GRAPH_WRITES = env_bool("INGEST_OVERLAP_GRAPH_WRITES", True)
 # A job whose worker died is retried this many times in all, then marked failed.
 INGEST_JOB_MAX_ATTEMPTS = env_int("INGEST_JOB_MAX_ATTEMPTS", 3, minimum=1)
 DEFAULT_COLLECTION = env_str("RAGKG_DEFAULT_COLLECTION", "default")
@@ -334,11 +341,12 @@ VECTORS_TEXT_INDEX = env_choice("VECTORS_TEXT_INDEX", "hnsw", _VECTOR_INDEX_TYPE
 VECTORS_CLIP_INDEX = env_choice("VECTORS_CLIP_INDEX", "hnsw", _VECTOR_INDEX_TYPES)
 # What each space holds; a saved index of another model or dimension must be rebuilt (`manage.py vectors rebuild`).
 # The defaults follow the model settings above; set these only for a model the table does not know.
+# VECTORS_TEXT_MODEL empty (the default): the text embedder's own name, its encoder variant included.
 _TEXT_SPACES = {"minilm": ("all-MiniLM-L6-v2", 384), "e5": ("multilingual-e5-small", 384), "hub": ("BAAI/bge-m3", 1024)}
 _text_space = _TEXT_SPACES["hub" if MODEL_PROFILE == "hub" else TEXT_EMBEDDER]
 _CLIP_SPACES = {"ragkg-tiny-clip": 32, "ViT-B-32": 512, "ViT-B-16": 512, "ViT-L-14": 768}
 _clip_model = CLIP_MODEL if CLIP_MODEL and CLIP_MODEL.lower() not in ("off", "none") else "ViT-B-32"
-VECTORS_TEXT_MODEL = env_str("VECTORS_TEXT_MODEL", _text_space[0])
+VECTORS_TEXT_MODEL = env_str("VECTORS_TEXT_MODEL", "")
 VECTORS_TEXT_DIM = env_int("VECTORS_TEXT_DIM", _text_space[1], minimum=1)
 VECTORS_CLIP_MODEL = env_str("VECTORS_CLIP_MODEL", _clip_model)
 VECTORS_CLIP_DIM = env_int("VECTORS_CLIP_DIM", _CLIP_SPACES.get(_clip_model, 512), minimum=1)
@@ -354,6 +362,10 @@ VECTORS_IVFPQ_NLIST = env_int("VECTORS_IVFPQ_NLIST", 1024, minimum=1)
 VECTORS_IVFPQ_M = env_int("VECTORS_IVFPQ_M", 48, minimum=1)
 VECTORS_IVFPQ_NBITS = env_int("VECTORS_IVFPQ_NBITS", 8, minimum=1, maximum=16)
 VECTORS_IVFPQ_NPROBE = env_int("VECTORS_IVFPQ_NPROBE", 32, minimum=1)
+# Changes are appended to a journal and folded into a new snapshot once they touch this fraction of
+# the space's vectors (and at least VECTORS_JOURNAL_MIN_VECTORS): no whole-index save per batch.
+VECTORS_JOURNAL_FRACTION = env_float("VECTORS_JOURNAL_FRACTION", 0.05, minimum=0.0)
+VECTORS_JOURNAL_MIN_VECTORS = env_int("VECTORS_JOURNAL_MIN_VECTORS", 2048, minimum=0)
 # A collection filter that leaves at most this many vectors is answered by exact search over them.
 VECTORS_FILTER_EXACT_MAX = env_int("VECTORS_FILTER_EXACT_MAX", 4096, minimum=0)
 # auto: search on the GPU when faiss has GPU support and sees a GPU; off: always the CPU.

@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import logging
 from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -172,11 +173,10 @@ def _batch_analyse(*, batch: _Batch, timer: StageTimer) -> None:
         add_knowledge(graph=item.graph, units=item.units, extractions=[next(extractions) for _ in item.units])
 
 
-def _batch_write(*, tools: _Tools, batch: _Batch) -> list[FileOutcome]:
-    """Embed an analysed batch, write it (one transaction, else document by document), record
-    it, and store its vectors."""
-    outcomes, timer, items = batch.outcomes, tools.timer, list(batch.pending.values())
-    with timer.stage("embed"):
+def _batch_embed(*, tools: _Tools, batch: _Batch) -> None:
+    """Embed an analysed batch's units (this thread: the encoder)."""
+    items = list(batch.pending.values())
+    with tools.timer.stage("embed"):
         embedded = units_embed(
             models=tools.models,
             collection=batch.collection,
@@ -184,19 +184,33 @@ def _batch_write(*, tools: _Tools, batch: _Batch) -> list[FileOutcome]:
         )
     for item, vectors in zip(items, embedded, strict=True):
         item.vectors = vectors
-    with timer.stage("graph_write"):
-        failed, removed_units = _write_all_or_each(driver=tools.driver, pending=items)
+
+
+_Written = tuple[dict[str, str], list[str]]  # failures (document id -> reason), unit ids of replaced versions
+
+
+def _batch_graph_write(*, tools: _Tools, batch: _Batch) -> _Written:
+    """Write an embedded batch to Neo4j (one transaction, else document by document); Neo4j only,
+    so it may run in the writer thread while the next batch embeds."""
+    with tools.timer.stage("graph_write"):
+        return _write_all_or_each(driver=tools.driver, pending=list(batch.pending.values()))
+
+
+def _batch_finish(*, tools: _Tools, batch: _Batch, written: _Written) -> list[FileOutcome]:
+    """Record a written batch and store its vectors; its outcomes, one per parsed document."""
+    outcomes, timer = batch.outcomes, tools.timer
+    failed, removed_units = written
     for index, item in batch.pending.items():
         error = failed.get(item.document_id)
         if error is not None:
             outcomes[index] = FileOutcome(item.parsed.path, FAILED, error_code="graph_write_failed", error=error)
-    written = [item for item in items if item.document_id not in failed]
+    done = [item for item in batch.pending.values() if item.document_id not in failed]
     with timer.stage("record"):
-        _record(driver=tools.driver, collection=batch.collection, pending=written, actor=tools.actor)
+        _record(driver=tools.driver, collection=batch.collection, pending=done, actor=tools.actor)
     with timer.stage("index_write"):
         unit_vectors_store(
             spaces=vector_spaces(tools.models),
-            added=[item.vectors for item in written if item.vectors is not None],
+            added=[item.vectors for item in done if item.vectors is not None],
             removed_units=removed_units,
         )
     for index, item in batch.pending.items():
@@ -204,6 +218,72 @@ def _batch_write(*, tools: _Tools, batch: _Batch) -> list[FileOutcome]:
             status = REPLACED if item.previous_id else CREATED
             outcomes[index] = FileOutcome(item.parsed.path, status, item.document_id, item.graph.counts())
     return [outcomes[index] for index in range(len(batch.parsed))]
+
+
+def _batch_write(*, tools: _Tools, batch: _Batch) -> list[FileOutcome]:
+    """Embed an analysed batch, write it, record it, and store its vectors."""
+    _batch_embed(tools=tools, batch=batch)
+    return _batch_finish(tools=tools, batch=batch, written=_batch_graph_write(tools=tools, batch=batch))
+
+
+class _Pipeline:
+    """Batches in flight: one extracting entities (the helper processes), one being embedded (this
+    thread) and one being written to Neo4j (the writer thread), so the encoder does not wait for
+    the graph. Outcomes come out in batch order; a batch is recorded and its vectors stored here,
+    after its graph write."""
+
+    def __init__(self, tools: _Tools, outcomes: list[FileOutcome]) -> None:
+        self._tools = tools
+        self._outcomes = outcomes
+        self._writer: ThreadPoolExecutor | None = None
+        self.extracting: _Batch | None = None
+        self._writing: tuple[_Batch, Future[_Written]] | None = None
+
+    def conflicts_with(self, parsed: Sequence[ParsedDocument]) -> bool:
+        return any(batch.conflicts_with(parsed) for batch in self._in_flight())
+
+    def _in_flight(self) -> list[_Batch]:
+        return [batch for batch in (self.extracting, self._writing[0] if self._writing else None) if batch]
+
+    def _finish_writing(self) -> None:
+        if self._writing is not None:
+            batch, future = self._writing
+            self._writing = None
+            self._outcomes.extend(_batch_finish(tools=self._tools, batch=batch, written=future.result()))
+
+    def advance(self) -> None:
+        """Embed the extracted batch (while the one before is written), then start its graph write."""
+        batch, self.extracting = self.extracting, None
+        if batch is None:
+            return
+        _batch_analyse(batch=batch, timer=self._tools.timer)
+        _batch_embed(tools=self._tools, batch=batch)
+        self._finish_writing()
+        if self._writer is None:
+            self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ingest-graph-write")
+        self._writing = (batch, self._writer.submit(_batch_graph_write, tools=self._tools, batch=batch))
+        if not settings.INGEST_OVERLAP_GRAPH_WRITES:
+            self._finish_writing()
+
+    def drain(self) -> None:
+        self.advance()
+        self._finish_writing()
+
+    def close(self) -> None:
+        """Collect what is still running (after a failure): a graph write in flight is finished and
+        recorded, a running extraction collected so the extractor is free again."""
+        try:
+            if self._writing is not None:
+                try:
+                    self._finish_writing()
+                except Exception:
+                    logger.exception("the batch being written when ingestion stopped failed too")
+        finally:
+            if self._writer is not None:
+                self._writer.shutdown(wait=True)
+            if self.extracting is not None:
+                _batch_abandon(self.extracting)
+                self.extracting = None
 
 
 def documents_ingest(
@@ -363,34 +443,26 @@ def uploads_ingest(
     size = batch_size or settings.INGEST_BATCH_SIZE
     outcomes: list[FileOutcome] = []
     batch: list[ParsedDocument] = []
-    inflight: _Batch | None = None
+    pipeline = _Pipeline(tools, outcomes)
     files_done = 0
 
-    def drain() -> None:
-        nonlocal inflight
-        if inflight is not None:
-            _batch_analyse(batch=inflight, timer=tools.timer)
-            outcomes.extend(_batch_write(tools=tools, batch=inflight))
-            inflight = None
-
     def flush() -> None:
-        # Batch k+1 is analysed while batch k is written; a batch that repeats a path or
-        # the content of the batch before it waits for that batch's write, so "replaced"
-        # and "unchanged" see it.
-        nonlocal inflight
+        # Batch k+1 extracts entities while batch k embeds and batch k-1 is written; a batch that
+        # repeats a path or the content of a batch in flight waits for those to be written, so
+        # "replaced" and "unchanged" see them.
         if batch:
-            if inflight is not None and inflight.conflicts_with(batch):
-                drain()
-            if inflight is not None:
-                _batch_analyse(batch=inflight, timer=tools.timer)
+            if pipeline.conflicts_with(batch):
+                pipeline.drain()
+            if pipeline.extracting is not None:
+                _batch_analyse(batch=pipeline.extracting, timer=tools.timer)
             started = _batch_start(tools=tools, parsed=list(batch), collection=collection)
             batch.clear()
             try:
-                drain()
+                pipeline.advance()
             except BaseException:
                 _batch_abandon(started)  # its extraction runs; collect it, or the extractor stays taken
                 raise
-            inflight = started
+            pipeline.extracting = started
         if on_batch is not None:
             on_batch(files_done)
 
@@ -408,10 +480,9 @@ def uploads_ingest(
             if len(batch) >= size:
                 flush()
         flush()
-        drain()
+        pipeline.drain()
     finally:
-        if inflight is not None:
-            _batch_abandon(inflight)
+        pipeline.close()
     return outcomes
 
 

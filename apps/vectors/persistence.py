@@ -1,10 +1,11 @@
 """Saving and loading one space's index: atomic snapshots behind a manifest.
 
-A space's folder holds ``index.<version>.faiss``, ``sidecar.<version>.npz`` and ``manifest.json``.
+A space's folder holds ``index.<version>.faiss``, ``sidecar.<version>.npz``, ``manifest.json`` and
+``journal.<version>.log``, the changes committed since that version (apps/vectors/journal.py).
 Each file is written to a temporary name in the same folder, fsynced, renamed into place
 (``os.replace``) and the folder fsynced. The manifest is written last: replacing it is the
 commit, so a writer killed at any moment leaves the previous manifest naming complete files.
-The previous version's files are kept one save longer for readers that read the old manifest
+The previous version's files (its journal too) are kept one save longer for readers that read the old manifest
 just before the switch.
 """
 
@@ -28,6 +29,7 @@ import numpy as np
 from apps.core.files import file_sha256, fsync_path
 from apps.vectors._faiss import faiss
 from apps.vectors.errors import IndexCorrupt, IndexMissing, IndexSaveFailed
+from apps.vectors.journal import journal_path
 from apps.vectors.sidecar import Sidecar
 from apps.vectors.types import Ids
 
@@ -35,7 +37,7 @@ logger = logging.getLogger(__name__)
 
 FORMAT = 1
 MANIFEST = "manifest.json"
-_SNAPSHOT_FILE = re.compile(r"(index|sidecar)\.(\d+)\.(faiss|npz)")
+_SNAPSHOT_FILE = re.compile(r"(index|sidecar)\.(\d+)\.(faiss|npz)|journal\.(\d+)\.log")
 
 Stamp = tuple[int, int, int]
 
@@ -174,10 +176,10 @@ def snapshot_write(
         sidecar_sha256=sidecar_sha,
         saved_at=datetime.now(UTC).isoformat(timespec="seconds"),
     )
+    journal_path(directory, version).unlink(missing_ok=True)  # a version starts with an empty journal
     _write_atomic(directory / MANIFEST, _write_manifest(manifest))
-    _prune(
-        directory, keep={index_file, sidecar_file, *(name for m in previous for name in (m.index_file, m.sidecar_file))}
-    )
+    kept = (name for m in previous for name in (m.index_file, m.sidecar_file, journal_path(directory, m.version).name))
+    _prune(directory, keep={index_file, sidecar_file, *kept})
     logger.info("saved %s vectors v%d: %d vectors in %s", manifest.space, version, manifest.count, directory)
     return manifest
 

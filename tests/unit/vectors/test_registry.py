@@ -104,8 +104,9 @@ def test_services_add_search_remove(vectors_dir: Path) -> None:
     assert vectors_remove(space="text", node_ids=[node_id(25), "unknown-node"]) == 1
     [matches] = vectors_search(space="text", queries=data[25], k=3)
     assert node_id(25) not in {match.node_id for match in matches}
-    saved = VectorIndex.load(vectors_dir / "text", space_config("text"))
-    assert saved.count == 39 and saved.version == 2
+    assert VectorIndex.load(vectors_dir / "text", space_config("text")).count == 40  # the snapshot: v1
+    saved = VectorRegistry(vectors_dir, space_config).get("text")  # v1 and its journal
+    assert saved.count == 39 and saved.version == 1
 
 
 def test_services_info(vectors_dir: Path) -> None:
