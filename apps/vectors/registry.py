@@ -163,25 +163,27 @@ class VectorRegistry:
         the journal, or folded with it into a new snapshot when the journal is due (or there is none
         to append to yet). A failed append leaves the journal as it was and, like a failed save,
         makes this process forget the changed index."""
-        loaded = self._loaded.get(space)
-        if loaded is None or loaded.index is not index:
-            raise RuntimeError("commit() is for the index writing() gave")
-        touched = loaded.journal_vectors + change.added + int(change.removed.size)
-        if index.version == 0 or self._policy.due(touched, index.count):
-            self.save(space, index)
-            return
-        try:
-            loaded.journal_end = journal_append(self._journal(space, index), change, valid_end=loaded.journal_end)
-        except OSError as exc:
-            self._loaded.pop(space, None)
-            raise IndexSaveFailed(
-                f"could not append to the {space} journal ({exc}); the saved vectors are unchanged. Free space in "
-                f"{self.directory(space)}, then run `manage.py vectors check --repair`"
-            ) from exc
-        except BaseException:
-            self._loaded.pop(space, None)
-            raise
-        loaded.journal_vectors = touched
+        with self._lock(space):  # no reader thread of this process replays the record while it is appended
+            loaded = self._loaded.get(space)
+            if loaded is None or loaded.index is not index:
+                raise RuntimeError("commit() is for the index writing() gave")
+            touched = loaded.journal_vectors + change.added + int(change.removed.size)
+            if index.version == 0 or self._policy.due(touched, index.count):
+                self.save(space, index)
+                return
+            path = self._journal(space, index)
+            try:
+                loaded.journal_end = journal_append(path, change, valid_end=loaded.journal_end)
+            except OSError as exc:
+                self._loaded.pop(space, None)
+                raise IndexSaveFailed(
+                    f"could not append to the {space} journal ({exc}); the saved vectors are unchanged. Free space "
+                    f"in {self.directory(space)}, then run `manage.py vectors check --repair`"
+                ) from exc
+            except BaseException:
+                self._loaded.pop(space, None)
+                raise
+            loaded.journal_vectors = touched
 
     def compact(self, space: str) -> None:
         """Fold the space's journal into a new snapshot (inside :meth:`locked`; backups copy snapshots)."""
