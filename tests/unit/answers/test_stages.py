@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -46,6 +47,45 @@ def test_language_of_english_chinese_and_arabic_questions() -> None:
     assert detect_language("谁是该协会的第一任主席？") == "zh"  # noqa: RUF001
     assert detect_language("من كان أول رئيس للجمعية؟") == "ar"
     assert detect_language("12345 ?") == "und"
+
+
+def test_entity_names_found_in_a_helper_thread_are_the_same_as_inline() -> None:
+    import threading
+
+    from apps.answers.analysis import PendingEntities, query_analyse, question_entities
+    from apps.ingest.extraction import DEFAULT_MODEL
+
+    question = "Which university did the author of Pride and Prejudice attend in Oxford, England?"
+    inline = question_entities(question, model=DEFAULT_MODEL)
+    assert inline  # the question names things
+    pending = PendingEntities(question, model=DEFAULT_MODEL)
+    analysis = query_analyse(question=question, tokenize=words, ner_model=DEFAULT_MODEL, entities=pending)
+    assert analysis.entities == ()  # left to the helper thread
+    assert pending.result() == inline
+    assert PendingEntities(question, model=None).result() == ()
+    names = [thread.name for thread in threading.enumerate()]
+    assert any(name.startswith("question-entities") for name in names)
+
+
+def test_language_decision_is_langids_own_on_every_xquad_question() -> None:
+    """The sparse scoring gives langid.classify's answer (its full dense product), question by question."""
+    import json
+
+    import langid
+    from django.conf import settings
+
+    questions = [
+        qa["question"]
+        for language in ("en", "zh", "ar")
+        for article in json.loads(
+            (Path(settings.DEMO_DATA_DIR) / f"multilingual/xquad/xquad.{language}.json").read_text()
+        )["data"][:10]
+        for paragraph in article["paragraphs"]
+        for qa in paragraph["qas"]
+    ]
+    questions += ["Wie alt ist der Kölner Dom?", "¿Dónde nació Cervantes?", "Кто написал Войну и мир?"]
+    assert len(questions) > 500
+    assert [detect_language(q) for q in questions] == [langid.classify(q)[0] for q in questions]
 
 
 # --- seeds -------------------------------------------------------------------------------------
