@@ -13,14 +13,14 @@ WITH_ENV := bash scripts/with-env.sh
 # and state under var/test, so it never touches a running development stack.
 LINT_ENV := DJANGO_DEBUG=1 DJANGO_SECRET_KEY=lint
 
-.PHONY: help setup run up down status doctor migrate graph-schema test test-unit lint format bench-ingest bench-vectors bench-answers bench-answer-quality bench-not-found bench-multihop bench-quality bench-encoders bench-attribution bench-ledger attribution-calibrate
+.PHONY: help setup run up down status doctor migrate graph-schema test test-unit lint format bench-ingest bench-vectors bench-answers bench-answer-quality bench-not-found bench-multihop bench-quality bench-encoders bench-analysis bench-attribution bench-ledger attribution-calibrate
 
 help:
 	@echo "make run      set up this machine, start everything, serve http://127.0.0.1:8000"
 	@echo "make test     run the whole test suite (lint, unit and integration, real services)"
 	@echo "make up       start Neo4j, Redis, the Celery worker and the web server in the background"
 	@echo "make down     stop exactly what 'make up' started"
-	@echo "make status | doctor | migrate | graph-schema | lint | format | bench-ingest | bench-vectors | bench-answers | bench-answer-quality | bench-not-found | bench-multihop | bench-quality | bench-encoders | bench-attribution | bench-ledger | bench-load | attribution-calibrate"
+	@echo "make status | doctor | migrate | graph-schema | lint | format | bench-ingest | bench-vectors | bench-answers | bench-answer-quality | bench-not-found | bench-multihop | bench-quality | bench-encoders | bench-analysis | bench-attribution | bench-ledger | bench-load | attribution-calibrate"
 
 setup:
 	@RAGKG_VENV="$(VENV)" bash scripts/bootstrap.sh
@@ -134,6 +134,10 @@ attribution-calibrate: setup
 # Retrieval quality of the offline models (cross-language XQuAD, text-to-image); no services needed.
 bench-quality: setup
 	env DJANGO_DEBUG=1 RAGKG_STATE_DIR=var/bench-quality $(PY) benchmarks/retrieval_quality.py $(BENCH_ARGS)
+
+# The question path's first stages part by part (language, NER, tokenizer, query embedding; no services).
+bench-analysis: setup
+	env DJANGO_DEBUG=1 RAGKG_STATE_DIR=var/bench-encoders $(PY) benchmarks/question_analysis.py $(BENCH_ARGS)
 
 # The text encoder options (torch, onnx, onnx-int8) side by side: speed and dense R@k on the multi-hop samples.
 bench-encoders: setup

@@ -16,7 +16,7 @@ from tests.support import manage
 
 pytestmark = pytest.mark.integration
 
-PASSAGES = 600  # long enough (tens of seconds) to be caught running
+PASSAGES = 1200  # long enough (tens of seconds at about 25 passages/s) to be caught running
 
 
 def worker_pool_processes(name: str = "celery-ingest") -> list[int]:

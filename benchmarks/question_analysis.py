@@ -1,0 +1,102 @@
+"""The question path's first stages, part by part, on 200 multi-hop questions (no services).
+
+    make bench-analysis
+
+Times one line at a time, in the answering process's setting (its tools loaded, one thread for
+the query session): langid.classify against the app's sparse language decision, spaCy NER, the
+generator's tokenizer, the query embedding, and analysis plus embedding one after the other
+against the app's way (entity names found in a helper thread while the question embeds).
+Writes benchmarks/results/question_analysis.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(BASE_DIR))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "ragkg.settings")
+
+import django
+
+django.setup()
+
+from django.conf import settings
+
+from apps.answers.analysis import PendingEntities, detect_language, query_analyse, question_entities
+from apps.answers.evaluation import eval_questions
+from apps.answers.tools import default_tools
+
+
+def timed(call: Callable[[str], object], questions: list[str]) -> dict[str, float]:
+    timings = []
+    for question in questions:
+        started = time.perf_counter()
+        call(question)
+        timings.append((time.perf_counter() - started) * 1000)
+    timings.sort()
+    return {"p50_ms": round(statistics.median(timings), 3), "p95_ms": round(timings[int(0.95 * (len(timings) - 1))], 3)}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--out", default=str(BASE_DIR / "benchmarks/results/question_analysis.json"))
+    args = parser.parse_args()
+    import langid
+
+    tools = default_tools()
+    data_dir = Path(settings.DEMO_DATA_DIR)
+    questions = [q.question for dataset in ("musique", "hotpotqa") for q in eval_questions(dataset, data_dir)[:100]]
+    model = tools.ner_model
+
+    def sequential(question: str) -> None:
+        query_analyse(question=question, tokenize=tools.tokenize, ner_model=model)
+        tools.text.embed_queries([question])
+
+    def overlapped(question: str) -> None:
+        pending = PendingEntities(question, model=model)
+        query_analyse(question=question, tokenize=tools.tokenize, ner_model=None, entities=pending)
+        tools.text.embed_queries([question])
+        pending.result()
+
+    for warm in (sequential, overlapped, langid.classify):
+        warm(questions[0])
+    load = [round(x, 2) for x in os.getloadavg()]
+    parts = {
+        "langid.classify": timed(langid.classify, questions),
+        "detect_language (the app's)": timed(detect_language, questions),
+        "spaCy NER": timed(lambda q: question_entities(q, model=model or ""), questions),
+        "tokenize": timed(tools.tokenize, questions),
+        "query embedding": timed(lambda q: tools.text.embed_queries([q]), questions),
+        "analysis + embedding, one after the other": timed(sequential, questions),
+        "analysis + embedding, entities in a helper thread (the app's)": timed(overlapped, questions),
+    }
+    agree = sum(detect_language(q) == langid.classify(q)[0] for q in questions)
+    report = {
+        "benchmark": "question_analysis",
+        "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, {platform.python_version()}",
+        "questions": len(questions),
+        "text_embedder": tools.text.name,
+        "language_agrees_with_langid": agree,
+        "load_average": {"start": load, "end": [round(x, 2) for x in os.getloadavg()]},
+        "parts": parts,
+    }
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(report, indent=2) + "\n")
+    for name, row in parts.items():
+        print(f"{name:64} p50 {row['p50_ms']:7.2f} ms  p95 {row['p95_ms']:7.2f} ms")
+    print(f"written to {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
