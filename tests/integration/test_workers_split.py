@@ -27,7 +27,7 @@ from tests.support import BASE_DIR, manage
 
 pytestmark = pytest.mark.integration
 
-PASSAGES = 600  # an ingestion of tens of seconds
+PASSAGES = 2400  # an ingestion of tens of seconds (at about 25 passages/s)
 ABLATIONS = "400"  # an exact attribution of minutes, on the restarted ingest worker
 # A ping answered by the maintenance worker, then an anchoring round sent to its queue as the beat sends it.
 MAINTENANCE_PROBE = (
