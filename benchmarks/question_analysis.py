@@ -63,7 +63,7 @@ def main() -> int:
 
     def overlapped(question: str) -> None:
         pending = PendingEntities(question, model=model)
-        query_analyse(question=question, tokenize=tools.tokenize, ner_model=None, entities=pending)
+        query_analyse(question=question, tokenize=tools.tokenize, ner_model=None)
         tools.text.embed_queries([question])
         pending.result()
 

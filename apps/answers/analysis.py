@@ -104,17 +104,15 @@ class PendingEntities:
         return () if self._future is None else self._future.result()
 
 
-def query_analyse(
-    *, question: str, tokenize: Tokenize, ner_model: str | None, entities: PendingEntities | None = None
-) -> QueryAnalysis:
-    """Stage 1 for one question: language, tokens and entropy, and the entity names unless ``entities``
-    is given (they are then added by the caller, once found; ``ner_model`` None skips them)."""
+def query_analyse(*, question: str, tokenize: Tokenize, ner_model: str | None) -> QueryAnalysis:
+    """Stage 1 for one question (``ner_model`` None skips entity names: the pipeline finds them with
+    ``PendingEntities`` and adds them once found)."""
     tokens = tuple(tokenize(question))
-    found = question_entities(question, model=ner_model) if ner_model and entities is None else ()
+    entities = question_entities(question, model=ner_model) if ner_model else ()
     return QueryAnalysis(
         text=question,
         language=detect_language(question),
         tokens=tokens,
         entropy=round(shannon_entropy(tokens), 4),
-        entities=found,
+        entities=entities,
     )

@@ -145,7 +145,7 @@ def retrieve(*, question: str, collections: Scope, tools: RetrievalTools, params
     clock = _Clock()
     with clock.stage("analysis") as span:
         pending = PendingEntities(question, model=tools.ner_model)
-        analysis = query_analyse(question=question, tokenize=tools.tokenize, ner_model=None, entities=pending)
+        analysis = query_analyse(question=question, tokenize=tools.tokenize, ner_model=None)
         span_set(span, language=analysis.language, tokens=len(analysis.tokens), entropy=analysis.entropy)
     with clock.stage("embed"):
         vectors = query_embed(question=question, text=tools.text, clip=tools.clip)

@@ -259,11 +259,13 @@ class _Pipeline:
         _batch_analyse(batch=batch, timer=self._tools.timer)
         _batch_embed(tools=self._tools, batch=batch)
         self._finish_writing()
+        if not settings.INGEST_OVERLAP_GRAPH_WRITES:
+            written = _batch_graph_write(tools=self._tools, batch=batch)
+            self._outcomes.extend(_batch_finish(tools=self._tools, batch=batch, written=written))
+            return
         if self._writer is None:
             self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ingest-graph-write")
         self._writing = (batch, self._writer.submit(_batch_graph_write, tools=self._tools, batch=batch))
-        if not settings.INGEST_OVERLAP_GRAPH_WRITES:
-            self._finish_writing()
 
     def drain(self) -> None:
         self.advance()

@@ -40,8 +40,13 @@ def embed_batch_size(device_preference: str, configured: int = 0) -> int:
     at 64, 47 at 8; docs/performance.md)."""
     if configured > 0:
         return configured
-    gpu = device_preference.startswith("cuda") or (device_preference == "auto" and _nvidia_gpu_present())
-    return GPU_EMBED_BATCH if gpu else CPU_EMBED_BATCH
+    return GPU_EMBED_BATCH if _models_on_gpu(device_preference) else CPU_EMBED_BATCH
+
+
+def _models_on_gpu(device_preference: str) -> bool:
+    """Whether the models run on a GPU: the device setting asks for CUDA, or allows it (auto) and an
+    NVIDIA GPU is present (read without importing torch)."""
+    return device_preference.startswith("cuda") or (device_preference == "auto" and _nvidia_gpu_present())
 
 
 TEXT_ENCODERS = ("torch", "onnx", "onnx-int8")
@@ -56,8 +61,7 @@ def text_encoder_key(preference: str, device_preference: str) -> str:
     (``make bench-encoders``, docs/performance.md), so it is chosen by setting only."""
     if preference != "auto":
         return preference
-    gpu = device_preference.startswith("cuda") or (device_preference == "auto" and _nvidia_gpu_present())
-    return "torch" if gpu else "onnx"
+    return "torch" if _models_on_gpu(device_preference) else "onnx"
 
 
 def cpu_has_bf16() -> bool:

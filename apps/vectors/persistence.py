@@ -37,7 +37,9 @@ logger = logging.getLogger(__name__)
 
 FORMAT = 1
 MANIFEST = "manifest.json"
-_SNAPSHOT_FILE = re.compile(r"(index|sidecar)\.(\d+)\.(faiss|npz)|journal\.(\d+)\.log")
+VERSION_FILE = re.compile(  # the files of a version: snapshot and journal
+    r"(index|sidecar)\.(\d+)\.(faiss|npz)|journal\.(\d+)\.log"
+)
 
 Stamp = tuple[int, int, int]
 
@@ -195,7 +197,7 @@ def _prune(directory: Path, *, keep: set[str]) -> None:
     mine = f".{os.getpid()}.tmp"
     for path in directory.iterdir():
         stale_tmp = path.name.endswith(".tmp") and not path.name.endswith(mine)
-        old = _SNAPSHOT_FILE.fullmatch(path.name) is not None and path.name not in keep
+        old = VERSION_FILE.fullmatch(path.name) is not None and path.name not in keep
         if stale_tmp or old:
             path.unlink(missing_ok=True)
 

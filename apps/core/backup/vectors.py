@@ -13,7 +13,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import re
 import shutil
 from datetime import UTC, datetime
 from pathlib import Path
@@ -22,12 +21,11 @@ from apps.core.backup.manifest import BackupError
 from apps.core.files import fsync_path
 from apps.vectors.errors import IndexCorrupt, IndexMissing
 from apps.vectors.journal import journal_path
-from apps.vectors.persistence import MANIFEST, Manifest, manifest_read
+from apps.vectors.persistence import MANIFEST, VERSION_FILE, Manifest, manifest_read
 from apps.vectors.registry import vector_registry
 from apps.vectors.types import SPACES
 
 FOLDER = "vectors"
-_SNAPSHOT_FILE = re.compile(r"(index|sidecar)\.(\d+)\.(faiss|npz)|journal\.(\d+)\.log")
 
 
 def _saved(directory: Path) -> Manifest | None:
@@ -91,7 +89,7 @@ def _restore_space(source: Path, directory: Path) -> int:
 def _clear_space(directory: Path) -> None:
     (directory / MANIFEST).unlink(missing_ok=True)
     for path in directory.iterdir():
-        if _SNAPSHOT_FILE.fullmatch(path.name):
+        if VERSION_FILE.fullmatch(path.name):
             path.unlink()
 
 
