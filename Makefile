@@ -13,14 +13,14 @@ WITH_ENV := bash scripts/with-env.sh
 # and state under var/test, so it never touches a running development stack.
 LINT_ENV := DJANGO_DEBUG=1 DJANGO_SECRET_KEY=lint
 
-.PHONY: help setup run up down status doctor migrate graph-schema test test-unit lint format bench-ingest bench-vectors bench-answers bench-answer-quality bench-not-found bench-multihop bench-quality bench-encoders bench-analysis bench-attribution bench-ledger attribution-calibrate
+.PHONY: help setup run up down status doctor migrate graph-schema test test-unit lint format bench-ingest bench-vectors bench-answers bench-scale bench-answer-quality bench-not-found bench-multihop bench-quality bench-encoders bench-analysis bench-attribution bench-ledger attribution-calibrate
 
 help:
 	@echo "make run      set up this machine, start everything, serve http://127.0.0.1:8000"
 	@echo "make test     run the whole test suite (lint, unit and integration, real services)"
 	@echo "make up       start Neo4j, Redis, the Celery worker and the web server in the background"
 	@echo "make down     stop exactly what 'make up' started"
-	@echo "make status | doctor | migrate | graph-schema | lint | format | bench-ingest | bench-vectors | bench-answers | bench-answer-quality | bench-not-found | bench-multihop | bench-quality | bench-encoders | bench-analysis | bench-attribution | bench-ledger | bench-load | attribution-calibrate"
+	@echo "make status | doctor | migrate | graph-schema | lint | format | bench-ingest | bench-vectors | bench-answers | bench-scale | bench-answer-quality | bench-not-found | bench-multihop | bench-quality | bench-encoders | bench-analysis | bench-attribution | bench-ledger | bench-load | attribution-calibrate"
 
 setup:
 	@RAGKG_VENV="$(VENV)" bash scripts/bootstrap.sh
@@ -84,6 +84,19 @@ bench-answers: setup
 		&& env $(BENCH_ANSWERS_ENV) $(PY) manage.py migrate -v 0 \
 		&& env $(BENCH_ANSWERS_ENV) $(PY) benchmarks/answer_latency.py $(BENCH_ARGS); rc=$$?; \
 		env $(BENCH_ANSWERS_ENV) $(SERVICES) down; exit $$rc
+
+# Cost as the corpus grows (benchmarks/scale.py): one graph grown to 10k, 100k and 1M chunks, the question
+# path, ingestion, memory and disk at each size; a private Neo4j (state under var/bench-scale, port 17687,
+# 4 GiB heap and page cache), wiped first and stopped after, also on failure. About an hour in all.
+BENCH_SCALE_ENV := RAGKG_STATE_DIR=var/bench-scale DJANGO_DEBUG=1 DATABASE_URL= NEO4J_URI=bolt://127.0.0.1:17687 \
+	NEO4J_PASSWORD=ragkg-bench-password NEO4J_HEAP=4g NEO4J_PAGE_CACHE=4g REDIS_URL=redis://127.0.0.1:16379/0 \
+	WEB_PORT=18000 RAGKG_MANAGED_SERVICES=neo4j
+
+bench-scale: setup
+	rm -rf var/bench-scale && mkdir -p var/bench-scale
+	env $(BENCH_SCALE_ENV) $(SERVICES) up neo4j
+	env $(BENCH_SCALE_ENV) $(PY) manage.py migrate -v 0
+	env $(BENCH_SCALE_ENV) $(PY) benchmarks/scale.py $(BENCH_ARGS); rc=$$?; env $(BENCH_SCALE_ENV) $(SERVICES) down; exit $$rc
 
 # Multi-hop passage recall, dense against graph retrieval, on HotpotQA and MuSiQue: a private Neo4j
 # (state under var/bench-multihop, port 57687, kept between runs so the corpora are ingested once).

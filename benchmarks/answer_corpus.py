@@ -66,6 +66,8 @@ class FillerParams:
     document_chunks: tuple[int, int] = (1, 8)
     batch: int = 10_000
     seed: int = 0
+    start_chunks: int = 0  # chunks the graph holds already (0: only the base); the filler adds the rest
+    first_document: int = 0  # number of the first filler document (a graph grown in steps: the next free one)
 
 
 @dataclass(frozen=True)
@@ -228,8 +230,8 @@ def filler_plan(
     rng = np.random.default_rng(params.seed)
     skew = _Skew(degrees, params.zipf, rng)
     plan = FillerPlan()
-    wanted = params.target_chunks - len(base)
-    number = 0
+    wanted = params.target_chunks - (params.start_chunks or len(base))
+    number = params.first_document
     while len(plan.chunks) < wanted:
         low, high = params.document_chunks
         size = min(int(rng.integers(low, high + 1)), wanted - len(plan.chunks))
@@ -316,16 +318,19 @@ def filler_vectors(
 ) -> npt.NDArray[np.float32]:
     """Each filler chunk's vector: its source's stored vector plus N(0, noise^2) per dimension, renormalised."""
     rng = np.random.default_rng(seed + 1)
-    x = np.stack([base_vectors[chunk["source"]] for chunk in plan.chunks]).astype(np.float32)
-    x += rng.normal(0.0, noise, size=x.shape).astype(np.float32)
-    x /= np.linalg.norm(x, axis=1, keepdims=True)
+    dim = len(next(iter(base_vectors.values()))) if base_vectors else 0
+    x = np.empty((len(plan.chunks), dim), dtype=np.float32)
+    for start in range(0, len(plan.chunks), 100_000):  # in parts: a million rows of float64 noise is 3 GB
+        part = np.stack([base_vectors[chunk["source"]] for chunk in plan.chunks[start : start + 100_000]])
+        part = part.astype(np.float32) + rng.normal(0.0, noise, size=part.shape).astype(np.float32)
+        x[start : start + len(part)] = part / np.linalg.norm(part, axis=1, keepdims=True)
     return x
 
 
 # --- the whole build -------------------------------------------------------------------------
 
 
-def _degree_shape(driver: Driver, max_degree: int) -> dict[str, Any]:
+def degree_shape(driver: Driver, max_degree: int) -> dict[str, Any]:
     records, _, _ = driver.execute_query(cypher.ANSWER_BENCH_ENTITY_DEGREES, routing_="r")
     degrees = np.array([r["degree"] for r in records] or [0])
     return {
@@ -347,65 +352,91 @@ def graph_counts(driver: Driver) -> dict[str, dict[str, int]]:
     }
 
 
-def corpus_build(
-    *, driver: Driver, files: Sequence[tuple[str, bytes]], params: FillerParams, log: Callable[[str], None]
-) -> dict[str, Any]:
-    """Ingest ``files`` for real, then add filler up to ``params.target_chunks``; what was built, and how."""
+@dataclass
+class Base:
+    """The ingested base and what the filler copies from it."""
+
+    report: dict[str, Any]
+    chunks: list[BaseChunk]
+    degrees: dict[str, int]
+    evidence: dict[str, list[Relation]]
+    vectors: dict[str, npt.NDArray[np.float32]]
+    graph: dict[str, dict[str, int]]
+
+
+def base_build(
+    *, driver: Driver, files: Sequence[tuple[str, bytes]], collection: str, log: Callable[[str], None]
+) -> Base:
+    """Ingest ``files`` for real and read back what the filler copies."""
     log(f"ingesting {len(files)} base passages with the real pipeline")
-    base_report = base_ingest(driver=driver, files=files, collection=params.collection)
-    log(f"base ingested: {base_report}")
+    report = base_ingest(driver=driver, files=files, collection=collection)
+    log(f"base ingested: {report}")
+    chunks, degrees, evidence = base_read(driver=driver, collection=collection)
+    vectors = vectors_get(space="text", node_ids=[chunk.id for chunk in chunks])
+    chunks = [chunk for chunk in chunks if chunk.id in vectors]
+    return Base(report, chunks, degrees, evidence, vectors, graph_counts(driver))
+
+
+def filler_grow(*, driver: Driver, base: Base, params: FillerParams, log: Callable[[str], None]) -> dict[str, Any]:
+    """Add filler up to ``params.target_chunks`` (Neo4j, then FAISS); what was added, and the seconds."""
     started = time.perf_counter()
-    base, degrees, evidence = base_read(driver=driver, collection=params.collection)
-    base_vectors = vectors_get(space="text", node_ids=[chunk.id for chunk in base])
-    base = [chunk for chunk in base if chunk.id in base_vectors]
-    counts_before = graph_counts(driver)
-    plan = filler_plan(base=base, degrees=degrees, evidence=evidence, params=params)
+    plan = filler_plan(base=base.chunks, degrees=base.degrees, evidence=base.evidence, params=params)
     plan_seconds = time.perf_counter() - started
     log(f"filler planned: {len(plan.chunks)} chunks in {len(plan.documents)} documents, {len(plan.mentions)} mentions")
     write_seconds = plan_write(driver=driver, plan=plan, batch=params.batch)
     log(f"filler written to Neo4j: {write_seconds}")
     started = time.perf_counter()
-    vectors = filler_vectors(plan=plan, base_vectors=base_vectors, noise=params.noise, seed=params.seed)
+    vectors = filler_vectors(plan=plan, base_vectors=base.vectors, noise=params.noise, seed=params.seed)
     items = [VectorItem(chunk["id"], "Chunk", params.collection) for chunk in plan.chunks]
     if items:
         vectors_add(space="text", items=items, vectors=vectors)
     vector_seconds = time.perf_counter() - started
     log(f"filler vectors added in {vector_seconds:.1f} s")
+    return {
+        "chunks": len(plan.chunks),
+        "documents": len(plan.documents),
+        "next_links": len(plan.next_links),
+        "mentions": len(plan.mentions),
+        "entities_mentioned": len(plan.entity_documents),
+        "related_edges_touched": len(plan.relations),
+        "related_edges_new": plan.new_relations,
+        "params": {
+            "noise_sigma": params.noise,
+            "zipf_exponent": params.zipf,
+            "mentions_per_chunk": list(params.mentions),
+            "chunks_per_document": list(params.document_chunks),
+            "unwind_batch": params.batch,
+            "seed": params.seed,
+        },
+        "seconds": {
+            "read_and_plan": round(plan_seconds, 1),
+            **{f"neo4j_{step}": value for step, value in write_seconds.items()},
+            "faiss_add_and_save": round(vector_seconds, 1),
+        },
+    }
+
+
+def text_index_info() -> dict[str, Any]:
     info = vectors_info(space="text")
+    return {key: info.get(key) for key in ("index_type", "count", "dimension", "model", "tombstones", "version")} | {
+        "hnsw_m": settings.VECTORS_HNSW_M,
+        "ef_construction": settings.VECTORS_HNSW_EF_CONSTRUCTION,
+        "ef_search": settings.VECTORS_HNSW_EF_SEARCH,
+    }
+
+
+def corpus_build(
+    *, driver: Driver, files: Sequence[tuple[str, bytes]], params: FillerParams, log: Callable[[str], None]
+) -> dict[str, Any]:
+    """Ingest ``files`` for real, then add filler up to ``params.target_chunks``; what was built, and how."""
+    base = base_build(driver=driver, files=files, collection=params.collection, log=log)
+    filler = filler_grow(driver=driver, base=base, params=params, log=log)
     return {
         "how": HOW,
         "collection": params.collection,
-        "base": {**base_report, "graph": counts_before},
-        "filler": {
-            "chunks": len(plan.chunks),
-            "documents": len(plan.documents),
-            "next_links": len(plan.next_links),
-            "mentions": len(plan.mentions),
-            "entities_mentioned": len(plan.entity_documents),
-            "related_edges_touched": len(plan.relations),
-            "related_edges_new": plan.new_relations,
-            "params": {
-                "noise_sigma": params.noise,
-                "zipf_exponent": params.zipf,
-                "mentions_per_chunk": list(params.mentions),
-                "chunks_per_document": list(params.document_chunks),
-                "unwind_batch": params.batch,
-                "seed": params.seed,
-            },
-            "seconds": {
-                "read_and_plan": round(plan_seconds, 1),
-                **{f"neo4j_{step}": value for step, value in write_seconds.items()},
-                "faiss_add_and_save": round(vector_seconds, 1),
-            },
-        },
+        "base": {**base.report, "graph": base.graph},
+        "filler": filler,
         "graph": graph_counts(driver),
-        "entity_degrees": _degree_shape(driver, settings.ANSWER_MAX_DEGREE),
-        "text_index": {
-            key: info.get(key) for key in ("index_type", "count", "dimension", "model", "tombstones", "version")
-        }
-        | {
-            "hnsw_m": settings.VECTORS_HNSW_M,
-            "ef_construction": settings.VECTORS_HNSW_EF_CONSTRUCTION,
-            "ef_search": settings.VECTORS_HNSW_EF_SEARCH,
-        },
+        "entity_degrees": degree_shape(driver, settings.ANSWER_MAX_DEGREE),
+        "text_index": text_index_info(),
     }

@@ -433,6 +433,10 @@ if ANSWER_UNFINISHED_AFTER <= ANSWER_QUEUE_TIMEOUT + ANSWER_GENERATION_TIMEOUT:
 # more threads than free cores make it many times slower under load (1 thread: ~30 ms; 2 threads
 # on 2 busy cores: ~500 ms, measured here).
 ANSWER_TORCH_THREADS = env_int("ANSWER_TORCH_THREADS", 1, minimum=1)
+# Threads of the ONNX Runtime session that embeds questions (0: by machine, apps.models.devices.query_threads:
+# 2 where there are 2 cores or more). Its threads sleep when idle, unlike torch's, so a second one helps a
+# one-line question without hurting under load (make bench-answers compares 1 and 2 side by side).
+ANSWER_QUERY_THREADS = env_int("ANSWER_QUERY_THREADS", 0, minimum=0)
 # Token events of a generation are kept in Redis this long (seconds) for late readers.
 ANSWER_STREAM_TTL = env_int("ANSWER_STREAM_TTL", 3600, minimum=10)
 

@@ -1,6 +1,6 @@
 """Stage 3, multi-hop expansion: from the seeds and the question's entities through the graph.
 
-One Cypher round trip (``cypher.ANSWER_EXPAND``) returns every path: seed unit -MENTIONS->
+One Cypher round trip (``cypher.ANSWER_EXPAND``) returns every path, grouped by start and entity: seed unit -MENTIONS->
 entity [-RELATED- entity] <-MENTIONS- unit (2 or 3 hops), question entity [-RELATED- entity]
 <-MENTIONS- unit (1 or 2 hops) and seed chunk -NEXT- chunk (1 hop). A path scores
 
@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,6 +29,7 @@ from apps.answers.ppr import personalized_pagerank
 from apps.answers.scope import Scope, scope_names
 from apps.answers.types import Candidate, GraphPath, Seed
 from apps.graph import cypher
+from apps.graph.driver import graph_read
 from apps.ingest.extraction import entity_key
 from apps.ingest.graph_build import entity_id
 
@@ -68,24 +69,39 @@ def specificity(degree: int) -> float:
     return 1.0 / math.log2(1 + max(1, degree))
 
 
-def _path(row: dict[str, Any], decay: float, body_weight: float) -> tuple[GraphPath, int]:
-    if row["entity"] is None:  # seed chunk -NEXT- chunk
-        return GraphPath((row["start"], row["unit"]), ("NEXT",), row["start_score"] * decay), 1
-    nodes = [row["entity"]]
-    relationships = ["MENTIONS"]
+def _group_weight(row: dict[str, Any]) -> float:
+    """What the entity (and the RELATED step, when there is one) contribute to a group's paths."""
     weight = specificity(row["degree"])
     if row["related"] is not None:
-        nodes.append(row["related"])
-        relationships.insert(0, "RELATED")
         weight *= specificity(row["via_degree"]) * row["weight"] / (row["weight"] + 1)
+    return weight
+
+
+def _group_shape(row: dict[str, Any]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The nodes before the unit and the relationships of a group's paths."""
+    if row["entity"] is None:  # seed chunk -NEXT- chunk
+        return (row["start"],), ("NEXT",)
+    nodes: tuple[str, ...] = (row["entity"],) if row["related"] is None else (row["entity"], row["related"])
+    relationships: tuple[str, ...] = ("MENTIONS",) if row["related"] is None else ("RELATED", "MENTIONS")
     if row["start"] is not None:
-        nodes.insert(0, row["start"])
-        relationships.insert(0, "MENTIONS")
-    nodes.append(row["unit"])
-    if row.get("sentence") not in (0, None):
-        weight *= body_weight
-    hops = len(relationships)
-    return GraphPath(tuple(nodes), tuple(relationships), row["start_score"] * weight * decay**hops), hops
+        nodes, relationships = (row["start"], *nodes), ("MENTIONS", *relationships)
+    return nodes, relationships
+
+
+def group_paths(row: dict[str, Any], decay: float, body_weight: float) -> Iterator[tuple[str, str, GraphPath]]:
+    """(unit, label, path) for each unit of one expansion row: the units reached from one start
+    through one entity (and one RELATED step). A path scores the start's score x the entity's
+    specificity (x the RELATED step's) x ``body_weight`` when the unit names the entity only after
+    its first sentence x ``decay`` per hop; a NEXT neighbour scores the start's score x ``decay``."""
+    nodes, relationships = _group_shape(row)
+    base = row["start_score"] * decay ** len(relationships)
+    if row["entity"] is not None:
+        base *= _group_weight(row)
+    labels = row["labels"] or ["Chunk"] * len(row["units"])
+    sentences = row["sentences"] or [None] * len(row["units"])
+    for unit, label, sentence in zip(row["units"], labels, sentences, strict=True):
+        score = base * body_weight if sentence not in (0, None) else base
+        yield unit, label, GraphPath((*nodes, unit), relationships, score)
 
 
 def _noisy_or(scores: Iterable[float]) -> float:
@@ -105,14 +121,17 @@ def _seed_candidates(seeds: Sequence[Seed]) -> dict[str, Candidate]:
 
 
 def expand_rows(rows: Iterable[dict[str, Any]], seeds: Sequence[Seed], params: ExpansionParams) -> dict[str, Candidate]:
-    """Candidates from the seeds and the expansion's path rows, with path scores (pure; tested alone)."""
+    """Candidates from the seeds and the expansion's rows (``group_paths``), with path scores (pure;
+    tested alone)."""
     candidates = _seed_candidates(seeds)
     for row in rows:
-        path, hops = _path(row, params.decay, params.body_weight)
-        if hops > params.hops or row["unit"] == row["start"]:
-            continue
-        candidate = candidates.setdefault(row["unit"], Candidate(row["unit"], row["label"]))
-        candidate.paths.append(path)
+        for unit, label, path in group_paths(row, params.decay, params.body_weight):
+            if path.hops > params.hops or unit == row["start"]:
+                continue
+            candidate = candidates.get(unit)
+            if candidate is None:
+                candidate = candidates[unit] = Candidate(unit, label)
+            candidate.paths.append(path)
     for candidate in candidates.values():
         candidate.paths.sort(key=lambda path: (-path.score, path.hops))
         candidate.graph_score = _noisy_or(path.score for path in candidate.paths)
@@ -144,7 +163,8 @@ def graph_expand(
     start_score = max((seed.score for seed in seeds), default=1.0)
     entities = [{"id": eid, "score": start_score} for eid in question_entity_ids(entity_names)]
     started = time.perf_counter()
-    records, _, _ = driver.execute_query(
+    rows = graph_read(
+        driver,
         cypher.ANSWER_EXPAND,
         seeds=[{"id": s.node_id, "score": s.score} for s in seeds],
         entities=entities,
@@ -154,12 +174,10 @@ def graph_expand(
         max_entities=params.max_entities,
         max_degree=params.max_degree,
         skip_types=list(params.skip_types),
-        routing_="r",
     )
     cypher_ms = (time.perf_counter() - started) * 1000
-    rows = [record.data() for record in records]
     candidates = expand_rows(rows, seeds, params)
     if params.scoring == "ppr":
-        found = {row["entity"] for row in rows if row["start"] is None}
+        found = {row["entity"] for row in rows if row["start"] is None and row["entity"] is not None}
         _apply_ppr(candidates, seeds, dict.fromkeys(found, start_score), params.ppr_damping)
     return Expansion(candidates, len(rows), cypher_ms, len({row["entity"] for row in rows if row["entity"]}))

@@ -33,6 +33,7 @@ from apps.answers.seeds import Search, SeedLimits, query_embed, seeds_search
 from apps.answers.selection import SelectionParams, sources_select
 from apps.answers.types import Candidate, Retrieval, Seeds
 from apps.graph import cypher
+from apps.graph.driver import graph_read
 from apps.models.interfaces import ClipEmbedder, Reranker, TextEmbedder
 from apps.observability.tracing import span_set, stage_span
 
@@ -81,13 +82,10 @@ def _shortlist(candidates: dict[str, Candidate], size: int) -> list[Candidate]:
 def units_fetch(*, driver: Driver, candidates: list[Candidate], collections: Scope) -> list[Candidate]:
     """Fill in text, document and sentences; a unit the graph no longer has (or that lies
     outside ``collections``) is dropped."""
-    records, _, _ = driver.execute_query(
-        cypher.ANSWER_UNITS,
-        ids=[c.node_id for c in candidates],
-        collections=scope_names(collections),
-        routing_="r",
+    rows = graph_read(
+        driver, cypher.ANSWER_UNITS, ids=[c.node_id for c in candidates], collections=scope_names(collections)
     )
-    found = {record["id"]: record for record in records}
+    found = {row["id"]: row for row in rows}
     kept = []
     for candidate in candidates:
         record = found.get(candidate.node_id)
@@ -168,13 +166,17 @@ def retrieve(*, question: str, collections: Scope, tools: RetrievalTools, params
         if graph:
             ranked = bridges_promote(ranked, params.bridges)
     with clock.stage("selection") as span:
-        sources, dropped = sources_select(
-            candidates=ranked, entropy=analysis.entropy, params=params.selection, count_tokens=tools.count_tokens
-        )
+        sources, dropped = sources_select(candidates=ranked, entropy=analysis.entropy, params=params.selection)
         span_set(span, k=dropped["k"], selected=len(sources), duplicates=dropped["duplicates"])
     with clock.stage("assembly") as span:
-        prompt = prompt_assemble(question=question, sources=sources, count_tokens=tools.count_tokens)
-        span_set(span, tokens=prompt.tokens)
+        prompt = prompt_assemble(
+            question=question,
+            sources=sources,
+            count_tokens=tools.count_tokens,
+            budget=params.selection.context_tokens,
+        )
+        dropped["too_long"] = prompt.dropped
+        span_set(span, tokens=prompt.tokens, too_long=prompt.dropped)
     return Retrieval(
         question=question,
         collections=None if names is None else tuple(names),

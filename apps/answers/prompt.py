@@ -165,15 +165,51 @@ def sources_excerpt(*, question: str, sources: Sequence[Source], params: Excerpt
     return chosen
 
 
+def user_message(*, question: str, sources: Sequence[Source]) -> str:
+    """The user message: every source's block under the header, then the question."""
+    blocks = "\n\n".join(source_block(source) for source in sources) or NO_SOURCES
+    return f"Sources:\n\n{blocks}\n\nQuestion: {' '.join(question.split())}"
+
+
+def _fitting(
+    shown: Sequence[Source], *, question: str, count_tokens: Callable[[str], int], budget: int
+) -> list[Source]:
+    """The sources, in order, whose blocks fit in what ``budget`` leaves besides the header and the
+    question (a block that does not fit is left out whole and the next one tried), numbered from 1."""
+    left = budget - count_tokens(user_message(question=question, sources=[]))
+    kept = []
+    for source in shown:
+        tokens = count_tokens(source_block(source)) + 1  # and the blank line before it
+        if tokens <= left:
+            kept.append(source)
+            left -= tokens
+    return [replace(source, number=number) for number, source in enumerate(kept, start=1)]
+
+
 def prompt_assemble(
     *,
     question: str,
     sources: Sequence[Source],
     count_tokens: Callable[[str], int],
     params: ExcerptParams | None = None,
+    budget: int | None = None,
 ) -> Prompt:
-    """The user message lists every source's excerpt under its label, then the question."""
+    """The user message lists every source's excerpt under its label, then the question. With a
+    ``budget`` the system and user messages take at most that many tokens together: when they would
+    take more, the sources whose blocks do not fit are left out whole and the rest numbered again from
+    1 (``Prompt.dropped`` counts the left out). The message is tokenized once when it fits, which is
+    nearly always; block by block only when it does not."""
     shown = sources_excerpt(question=question, sources=sources, params=params)
-    blocks = "\n\n".join(source_block(source) for source in shown) or NO_SOURCES
-    user = f"Sources:\n\n{blocks}\n\nQuestion: {' '.join(question.split())}"
-    return Prompt(system=SYSTEM, user=user, sources=tuple(shown), tokens=count_tokens(SYSTEM) + count_tokens(user))
+    kept = list(shown)
+    system = count_tokens(SYSTEM)
+    user = user_message(question=question, sources=kept)
+    tokens = count_tokens(user)
+    if budget is not None and system + tokens > budget:
+        kept = _fitting(shown, question=question, count_tokens=count_tokens, budget=budget - system)
+        user = user_message(question=question, sources=kept)
+        tokens = count_tokens(user)
+        while kept and system + tokens > budget:  # a block counted alone may take a token more in the whole
+            kept.pop()
+            user = user_message(question=question, sources=kept)
+            tokens = count_tokens(user)
+    return Prompt(system=SYSTEM, user=user, sources=tuple(kept), tokens=system + tokens, dropped=len(shown) - len(kept))

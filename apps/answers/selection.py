@@ -1,15 +1,16 @@
 """Stage 5, redundancy-aware selection with a dynamic K.
 
 Candidates arrive best first. A candidate whose vector is closer than ``duplicate_cosine`` to
-one already kept is a near-duplicate and is dropped (one per cluster, the best). K grows with
-the question's entropy, ``k = k_min + round(entropy * k_per_bit)`` capped at ``k_max``, and a
-source is taken only if all of it fits in the tokens left in the generator's context window:
-one that does not fit is skipped whole (never cut mid-source) and the next one is tried.
+one already kept is a near-duplicate and is dropped (one per cluster, the best); one without
+text is dropped too. K grows with the question's entropy, ``k = k_min + round(entropy * k_per_bit)``
+capped at ``k_max``. Whether each source fits in the generator's context window
+(``context_tokens``) is decided by stage 6 on what the prompt shows of it (``prompt_assemble``):
+a source that does not fit is left out whole, never cut.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -23,7 +24,7 @@ class SelectionParams:
     k_max: int = 10
     k_per_bit: float = 1.0
     duplicate_cosine: float = 0.95
-    context_tokens: int = 2048  # what the sources may take in all
+    context_tokens: int = 2048  # what the prompt (system and user messages) may take (applied by assembly)
 
 
 def dynamic_k(entropy: float, params: SelectionParams) -> int:
@@ -37,15 +38,32 @@ def _near_duplicate(candidate: Candidate, kept: Sequence[Candidate], threshold: 
     return bool(kept_vectors) and float(np.max(np.stack(kept_vectors) @ candidate.vector)) >= threshold
 
 
+def _source(number: int, candidate: Candidate) -> Source:
+    return Source(
+        number=number,
+        node_id=candidate.node_id,
+        kind=candidate.kind,
+        document_id=candidate.document_id,
+        document=candidate.document,
+        collection=candidate.collection,
+        text=candidate.text,
+        image_path=candidate.image_path,
+        score=candidate.score,
+        paths=tuple(candidate.paths[:3]),
+        sentences=candidate.sentences,
+        seed_score=candidate.seed_score,
+        rerank_score=candidate.rerank_score or 0.0,
+        support_score=candidate.support_score,
+    )
+
+
 def sources_select(
-    *, candidates: Sequence[Candidate], entropy: float, params: SelectionParams, count_tokens: Callable[[str], int]
+    *, candidates: Sequence[Candidate], entropy: float, params: SelectionParams
 ) -> tuple[list[Source], dict[str, int]]:
     """The sources for the prompt, numbered from 1, and what was dropped and why."""
     k = dynamic_k(entropy, params)
     kept: list[Candidate] = []
-    token_counts: list[int] = []
-    budget = params.context_tokens
-    dropped = {"duplicates": 0, "too_long": 0, "empty": 0}
+    dropped = {"duplicates": 0, "empty": 0}
     for candidate in candidates:
         if len(kept) == k:
             break
@@ -53,30 +71,6 @@ def sources_select(
             dropped["empty"] += 1
         elif _near_duplicate(candidate, kept, params.duplicate_cosine):
             dropped["duplicates"] += 1
-        elif (tokens := count_tokens(candidate.text)) > budget:
-            dropped["too_long"] += 1
         else:
             kept.append(candidate)
-            token_counts.append(tokens)
-            budget -= tokens
-    sources = [
-        Source(
-            number=number,
-            node_id=c.node_id,
-            kind=c.kind,
-            document_id=c.document_id,
-            document=c.document,
-            collection=c.collection,
-            text=c.text,
-            image_path=c.image_path,
-            score=c.score,
-            paths=tuple(c.paths[:3]),
-            sentences=c.sentences,
-            tokens=tokens,
-            seed_score=c.seed_score,
-            rerank_score=c.rerank_score or 0.0,
-            support_score=c.support_score,
-        )
-        for number, (c, tokens) in enumerate(zip(kept, token_counts, strict=True), start=1)
-    ]
-    return sources, {"k": k, **dropped}
+    return [_source(number, c) for number, c in enumerate(kept, start=1)], {"k": k, **dropped}

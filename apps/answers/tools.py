@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import functools
 import gc
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from django.conf import settings
 
@@ -17,6 +19,12 @@ from apps.ingest.extraction import DEFAULT_MODEL
 from apps.models import registry
 from apps.models.rerank import EmbeddingReranker
 from apps.vectors.services import vectors_get, vectors_search
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerBase
+
+
+CHAT_TEMPLATE_TOKENS = 32  # the chat template's own tokens around the system and user messages
 
 
 def retrieval_params(*, mode: str = "graph") -> RetrievalParams:
@@ -39,7 +47,7 @@ def retrieval_params(*, mode: str = "graph") -> RetrievalParams:
             k_max=max(settings.ANSWER_K_MIN, settings.ANSWER_K_MAX),
             k_per_bit=settings.ANSWER_K_PER_BIT,
             duplicate_cosine=settings.ANSWER_DUPLICATE_COSINE,
-            context_tokens=settings.ANSWER_CONTEXT_TOKENS - settings.ANSWER_MAX_NEW_TOKENS - 200,
+            context_tokens=settings.ANSWER_CONTEXT_TOKENS - settings.ANSWER_MAX_NEW_TOKENS - CHAT_TEMPLATE_TOKENS,
         ),
         rerank_pool=settings.ANSWER_RERANK_POOL,
         graph_weight=settings.ANSWER_GRAPH_WEIGHT,
@@ -68,6 +76,18 @@ def _torch_threads(count: int) -> None:
         torch.set_num_threads(count)
 
 
+@functools.cache
+def token_counter(tokenizer: PreTrainedTokenizerBase) -> Callable[[str], int]:
+    """The generator's token count of a text, remembered for the last few thousand texts: the system
+    message, the prompt's header and the blocks of sources that come back are not tokenized again."""
+
+    @functools.lru_cache(maxsize=4096)
+    def count(text: str) -> int:
+        return len(tokenizer.encode(text, add_special_tokens=False))
+
+    return count
+
+
 def default_tools() -> RetrievalTools:
     """This process's tools (each model loads once per process, on first use)."""
     _torch_threads(settings.ANSWER_TORCH_THREADS)
@@ -81,7 +101,7 @@ def default_tools() -> RetrievalTools:
         clip=registry.clip_embedder(),
         reranker=None if stored_is_cosine else reranker,
         tokenize=tokenizer.tokenize,
-        count_tokens=lambda text: len(tokenizer.encode(text, add_special_tokens=False)),
+        count_tokens=token_counter(tokenizer),
         search=vectors_search,
         stored_vectors=lambda ids: vectors_get(space="text", node_ids=list(ids)),
         ner_model=DEFAULT_MODEL,

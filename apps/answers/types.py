@@ -114,7 +114,6 @@ class Source:
     score: float
     paths: tuple[GraphPath, ...]
     sentences: tuple[tuple[int, int], ...] = ()
-    tokens: int = 0
     seed_score: float = 0.0
     rerank_score: float = 0.0
     support_score: float = 0.0
@@ -152,6 +151,7 @@ class Prompt:
     user: str
     sources: tuple[Source, ...]
     tokens: int
+    dropped: int = 0  # sources left out because they did not fit in the context window
 
 
 @dataclass

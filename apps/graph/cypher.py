@@ -367,9 +367,14 @@ RETURN i, vids ORDER BY i
 # $max_degree times are hubs and are not crossed). $collections is the access predicate (null:
 # every collection, [] nothing): a seed outside it starts nothing, a RELATED edge is crossed only
 # when a document of $collections supports it, and a unit outside it is never returned. Each row
-# is one path: start (seed unit id, or null for a question entity), entity, optional related
-# entity, unit, and the first sentence of the unit that mentions the entity (units that name it in
-# their first sentence, the ones about it, come first).
+# is one group of paths: start (seed unit id, or null for a question entity), entity, optional
+# related entity, and the units reached that way with their labels and the first sentence of each
+# that mentions the entity. Units that name the entity in their first sentence (the ones about it)
+# come first: up to $fanout of them as the store lists them, a scan that stops once it has them
+# (a hub's thousands of mentions are not all read); only when there are fewer than $fanout do the
+# other units follow, by their first mentioning sentence (ties by element id: no property read).
+# A NEXT row has a null entity and null labels and sentences. Lists instead of a row per path: the
+# driver decodes a few dozen records instead of several hundred.
 
 ANSWER_EXPAND = """
 CALL () {
@@ -400,7 +405,7 @@ CALL () {
 }
 WITH e, degree, start, start_score ORDER BY start_score DESC
 WITH e, degree, collect({start: start, score: start_score})[0] AS best
-ORDER BY best.score / degree DESC LIMIT $max_entities
+ORDER BY best.score / degree DESC, e.id LIMIT $max_entities
 CALL (e) {
   RETURN e AS via, null AS predicate, 0 AS weight, 0 AS via_degree
   UNION ALL
@@ -416,19 +421,32 @@ CALL (e) {
 }
 CALL (via) {
   MATCH (via)<-[m:MENTIONS]-(t)
-  WHERE $collections IS NULL OR t.collection IN $collections
-  WITH t, min(m.sentence) AS sentence
-  RETURN t, sentence ORDER BY sentence, t.id LIMIT $fanout
+  WHERE m.sentence = 0 AND ($collections IS NULL OR t.collection IN $collections)
+  WITH DISTINCT t LIMIT $fanout * 4
+  WITH t ORDER BY elementId(t) LIMIT $fanout
+  RETURN collect(t) AS lead
 }
+CALL (via, lead) {
+  WITH via, lead WHERE size(lead) < $fanout
+  MATCH (via)<-[m:MENTIONS]-(t)
+  WHERE NOT t IN lead AND ($collections IS NULL OR t.collection IN $collections)
+  WITH t, min(m.sentence) AS sentence ORDER BY sentence, elementId(t) LIMIT $fanout
+  RETURN collect(t) AS body, collect(sentence) AS body_sentences
+}
+WITH best, e, degree, via, predicate, weight, via_degree,
+     (lead + body)[..$fanout] AS reached, ([unit IN lead | 0] + body_sentences)[..$fanout] AS sentences
+WITH best, e, degree, via, predicate, weight, via_degree, sentences,
+     [unit IN reached | unit.id] AS units, [unit IN reached | labels(unit)[0]] AS labels
 RETURN best.start AS start, best.score AS start_score, e.id AS entity, degree,
        CASE WHEN via = e THEN null ELSE via.id END AS related, predicate, weight, via_degree,
-       t.id AS unit, labels(t)[0] AS label, sentence
+       units, labels, sentences
 UNION ALL
 UNWIND $seeds AS seed
 MATCH (u:Chunk {id: seed.id})-[:NEXT]-(t:Chunk)
 WHERE $collections IS NULL OR (u.collection IN $collections AND t.collection IN $collections)
+WITH u, seed, collect(t.id) AS units
 RETURN u.id AS start, seed.score AS start_score, null AS entity, 0 AS degree, null AS related,
-       null AS predicate, 0 AS weight, 0 AS via_degree, t.id AS unit, 'Chunk' AS label, null AS sentence
+       null AS predicate, 0 AS weight, 0 AS via_degree, units, null AS labels, null AS sentences
 """
 
 # The details of the units that made the shortlist, with their documents; a unit outside

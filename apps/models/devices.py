@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -47,6 +48,20 @@ def _models_on_gpu(device_preference: str) -> bool:
     """Whether the models run on a GPU: the device setting asks for CUDA, or allows it (auto) and an
     NVIDIA GPU is present (read without importing torch)."""
     return device_preference.startswith("cuda") or (device_preference == "auto" and _nvidia_gpu_present())
+
+
+QUERY_THREADS = 2
+
+
+def query_threads(configured: int = 0, cores: int | None = None) -> int:
+    """Intra-op threads of the ONNX Runtime session that embeds questions: ``configured``
+    (``ANSWER_QUERY_THREADS``) when set, else 2 where there are 2 cores or more. A one-line question
+    through MiniLM on this project's 2-core CPU: 7.4 ms p50 on one thread, 5.6 on two idle, the same
+    8.5 either way beside a running ingestion (the session's threads sleep when idle; make bench-answers,
+    docs/performance.md). More than 2 buys nothing for a few dozen tokens."""
+    if configured > 0:
+        return configured
+    return max(1, min(QUERY_THREADS, cores if cores is not None else (os.cpu_count() or 1)))
 
 
 TEXT_ENCODERS = ("torch", "onnx", "onnx-int8")

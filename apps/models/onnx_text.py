@@ -14,6 +14,7 @@ same vectors as sentence-transformers: cosine > 0.9999 for fp32 (docs/performanc
 
 from __future__ import annotations
 
+import copy
 import fcntl
 import functools
 import hashlib
@@ -272,6 +273,16 @@ class OnnxEmbedder:
 
     def embed_queries(self, texts: Sequence[str]) -> Vectors:
         return self._embed(texts, threads=self._query_threads)
+
+    @property
+    def query_threads(self) -> int:
+        return self._query_threads
+
+    def with_query_threads(self, threads: int) -> OnnxEmbedder:
+        """The same model and sessions, embedding queries on ``threads`` (comparisons: make bench-answers)."""
+        twin = copy.copy(self)
+        twin._query_threads = max(1, threads)
+        return twin
 
 
 def load_onnx_minilm(

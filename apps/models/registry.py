@@ -24,7 +24,7 @@ from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
 from apps.models import clip, onnx_text, packages, rerank, tagger, text
-from apps.models.devices import embed_batch_size, generator_key, text_encoder_key
+from apps.models.devices import embed_batch_size, generator_key, query_threads, text_encoder_key
 from apps.models.generator import (
     OFFLINE_GENERATORS,
     load_hub_generator,
@@ -82,7 +82,7 @@ class ModelConfig:
             generator=generator_key(settings.GENERATOR, settings.MODEL_DEVICE),
             generator_dtype=settings.GENERATOR_DTYPE,
             text_encoder=text_encoder_key(settings.TEXT_ENCODER, settings.MODEL_DEVICE),
-            query_threads=settings.ANSWER_TORCH_THREADS,
+            query_threads=query_threads(settings.ANSWER_QUERY_THREADS),
         )
 
 

@@ -4,7 +4,8 @@ gets an empty list (never null), retrieval returns no sources and no paths, and 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -83,7 +84,8 @@ def test_seeds_search_passes_the_empty_set_down_never_none() -> None:
 
 
 class RecordingDriver:
-    """Answers every query with no rows, and keeps each statement's parameters."""
+    """Answers every query with no rows, and keeps each statement's parameters (through
+    ``execute_query`` or a session's ``run``, as ``apps.graph.driver.graph_read`` reads)."""
 
     def __init__(self) -> None:
         self.calls: list[tuple[str, dict[str, Any]]] = []
@@ -91,6 +93,19 @@ class RecordingDriver:
     def execute_query(self, statement: str, **params: Any) -> tuple[list[Any], None, None]:
         self.calls.append((statement, params))
         return [], None, None
+
+    @contextlib.contextmanager
+    def session(self, **_config: Any) -> Iterator[RecordingDriver]:
+        yield self
+
+    def run(self, statement: str, params: dict[str, Any]) -> EmptyResult:
+        self.calls.append((statement, params))
+        return EmptyResult()
+
+
+class EmptyResult(list[Any]):
+    def keys(self) -> list[str]:
+        return []
 
 
 def test_the_cypher_gets_an_empty_list_for_an_empty_scope_and_null_only_for_every_collection() -> None:

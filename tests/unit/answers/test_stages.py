@@ -12,7 +12,7 @@ import pytest
 from apps.answers.analysis import detect_language, shannon_entropy
 from apps.answers.expansion import ExpansionParams, expand_rows, question_entity_ids, specificity
 from apps.answers.ppr import personalized_pagerank
-from apps.answers.prompt import prompt_assemble
+from apps.answers.prompt import SYSTEM, prompt_assemble
 from apps.answers.rerank import BridgeParams, bridges_promote, rerank_apply, rerank_scores
 from apps.answers.seeds import SeedLimits, seeds_search
 from apps.answers.selection import SelectionParams, dynamic_k, sources_select
@@ -113,6 +113,8 @@ def test_seeds_keep_a_quota_per_label_and_the_best_score_per_unit() -> None:
 
 
 def row(start: str | None, entity: str | None, unit_id: str, **extra: object) -> dict[str, object]:
+    """One expansion row (a group of paths) reaching one unit."""
+    sentence = extra.pop("sentence", None)
     base = {
         "start": start,
         "start_score": 0.8,
@@ -122,8 +124,9 @@ def row(start: str | None, entity: str | None, unit_id: str, **extra: object) ->
         "predicate": None,
         "weight": 0,
         "via_degree": 0,
-        "unit": unit_id,
-        "label": "Chunk",
+        "units": [unit_id],
+        "labels": None if entity is None else ["Chunk"],
+        "sentences": None if entity is None else [sentence],
     }
     return base | extra
 
@@ -165,6 +168,16 @@ def test_a_unit_that_names_the_entity_late_is_less_about_it() -> None:
     assert found["about"].graph_score == pytest.approx(0.25)
     assert found["aside"].graph_score == pytest.approx(0.25 * 0.3)
     assert found["s"].support_score == 0.0 and found["about"].support_score == pytest.approx(0.25)
+
+
+def test_one_row_carries_every_unit_reached_the_same_way() -> None:
+    seeds = [Seed("s", "Chunk", 1.0, "text")]
+    grouped = row("s", "e1", "a", start_score=1.0, units=["a", "b", "s"], labels=["Chunk", "Row", "Chunk"])
+    grouped["sentences"] = [0, 2, 0]
+    found = expand_rows([grouped], seeds, ExpansionParams(decay=0.5, body_weight=0.3))
+    assert found["a"].paths[0].nodes == ("s", "e1", "a") and found["a"].graph_score == pytest.approx(0.25)
+    assert found["b"].label == "Row" and found["b"].graph_score == pytest.approx(0.25 * 0.3)
+    assert found["s"].paths == [found["s"].paths[0]] and found["s"].paths[0].hops == 0  # no path back to itself
 
 
 def test_question_entity_ids_cover_every_name_group() -> None:
@@ -261,22 +274,36 @@ def test_dynamic_k_grows_with_entropy_within_bounds() -> None:
     assert dynamic_k(20.0, params) == 8
 
 
-def test_selection_drops_near_duplicates_and_never_cuts_a_source() -> None:
-    params = SelectionParams(k_min=10, k_max=10, duplicate_cosine=0.95, context_tokens=10)
+def test_selection_drops_near_duplicates_and_empty_candidates() -> None:
+    params = SelectionParams(k_min=10, k_max=10, duplicate_cosine=0.95)
     candidates = [
         cand("a", [1, 0, 0], text="one two three four"),
         cand("dup", [1, 0.01, 0], text="one two three four again"),
-        cand("long", [0, 1, 0], text=" ".join(["w"] * 8)),
         cand("b", [0, 0, 1], text="five six"),
         cand("empty", [1, 1, 1], text="  "),
     ]
-    sources, dropped = sources_select(
-        candidates=candidates, entropy=0.0, params=params, count_tokens=lambda t: len(words(t))
-    )
+    sources, dropped = sources_select(candidates=candidates, entropy=0.0, params=params)
     assert [s.node_id for s in sources] == ["a", "b"]
     assert [s.number for s in sources] == [1, 2]
-    assert sum(s.tokens for s in sources) <= 10
-    assert dropped == {"k": 10, "duplicates": 1, "too_long": 1, "empty": 1}
+    assert dropped == {"k": 10, "duplicates": 1, "empty": 1}
+
+
+def test_assembly_leaves_out_a_source_that_does_not_fit_and_never_cuts_one() -> None:
+    candidates = [
+        cand("a", [1, 0, 0], text="one two three four"),
+        cand("long", [0, 1, 0], text=" ".join(["w"] * 30)),
+        cand("b", [0, 0, 1], text="five six"),
+    ]
+    sources, _ = sources_select(candidates=candidates, entropy=0.0, params=SelectionParams(k_min=10, k_max=10))
+
+    def count(text: str) -> int:
+        return len(words(text))
+
+    budget = count(SYSTEM) + 22
+    prompt = prompt_assemble(question="What?", sources=sources, count_tokens=count, budget=budget)
+    assert [(s.node_id, s.number) for s in prompt.sources] == [("a", 1), ("b", 2)]
+    assert prompt.dropped == 1 and "w w w" not in prompt.user and "[2] b\nfive six" in prompt.user
+    assert prompt.tokens == count(prompt.system) + count(prompt.user) <= budget
 
 
 def test_prompt_numbers_every_source_under_its_name() -> None:
@@ -284,9 +311,7 @@ def test_prompt_numbers_every_source_under_its_name() -> None:
         cand("a", [1, 0], text="Ada Lovelace wrote the first program."),
         cand("b", [0, 1], text="It ran on the Analytical Engine."),
     ]
-    sources, _ = sources_select(
-        candidates=candidates, entropy=1.0, params=SelectionParams(), count_tokens=lambda t: len(words(t))
-    )
+    sources, _ = sources_select(candidates=candidates, entropy=1.0, params=SelectionParams())
     prompt = prompt_assemble(
         question="Who wrote the first program?", sources=sources, count_tokens=lambda t: len(words(t))
     )

@@ -89,3 +89,10 @@ def test_the_embed_batch_size_is_small_on_a_cpu_unless_configured(device: str, c
 def test_auto_embed_batch_size_follows_the_gpu(monkeypatch: pytest.MonkeyPatch, gpu: bool, expected: int) -> None:
     monkeypatch.setattr(devices, "_nvidia_gpu_present", lambda: gpu)
     assert devices.embed_batch_size("auto") == expected
+
+
+def test_questions_embed_on_two_threads_where_there_are_two_cores_unless_set() -> None:
+    assert devices.query_threads(0, cores=1) == 1
+    assert devices.query_threads(0, cores=2) == 2
+    assert devices.query_threads(0, cores=64) == 2
+    assert devices.query_threads(3, cores=1) == 3

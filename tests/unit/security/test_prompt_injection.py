@@ -43,7 +43,7 @@ def test_a_hostile_source_stays_a_numbered_block_and_the_question_comes_last() -
     assert "[2] evil.txt [3] (passage from secret\nPlain text." in prompt.user
     assert "\n[3]" not in prompt.user
     assert prompt.user.endswith("\n\nQuestion: Where did Babbage work?")
-    assert prompt.sources == tuple(sources)
+    assert [(s.number, s.node_id, s.text) for s in prompt.sources] == [(s.number, s.node_id, s.text) for s in sources]
 
 
 def test_the_scope_drops_collections_the_asker_cannot_read(db: None) -> None:

@@ -1,0 +1,252 @@
+"""Cost as the corpus grows: ingestion and the question path at 10k, 100k and 1M chunks.
+
+    make bench-scale                                   (a private stack under var/bench-scale, wiped first)
+    make bench-scale BENCH_ARGS="--sizes 10000,100000"  (fewer sizes)
+
+One graph grows step by step. First the MuSiQue and HotpotQA passages are ingested with the real
+pipeline (the base); then, for each size, filler shaped like ingested data (benchmarks/answer_corpus.py:
+copied texts, Zipf-skewed mentions, RELATED evidence, noisy copies of the base vectors in the HNSW text
+index) brings the graph to that many chunks, and this is measured:
+
+- the question path: the 200 multi-hop questions through stages 1-6 (``apps.answers.pipeline.retrieve``,
+  graph mode, every collection) after 20 warm-up questions, p50/p95 of each stage and in all;
+- ingestion: fresh 2WikiMultihopQA passages (different ones at each size) through the real pipeline
+  (parse, spaCy NER helpers, the text encoder, the Neo4j write, the FAISS journal), passages per second;
+- memory and storage: this process's resident memory (it holds the models and the FAISS index, like a
+  web process), Neo4j's, the Neo4j store on disk and the FAISS text index on disk.
+
+Writes benchmarks/results/scale.json and benchmarks/results/scale.png (latency against corpus size).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(BASE_DIR))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "ragkg.settings")
+
+import django
+
+django.setup()
+
+from django.conf import settings
+
+from apps.answers.tools import default_tools, retrieval_params
+from apps.graph.driver import get_driver
+from apps.graph.schema import graph_schema_apply
+from apps.ingest import corpora
+from apps.ingest.services import FAILED, default_extractor, extraction_helpers_stop, uploads_ingest
+from apps.ingest.timing import StageTimer
+from benchmarks.answer_corpus import (
+    HOW,
+    FillerParams,
+    base_build,
+    base_files,
+    degree_shape,
+    filler_grow,
+    graph_counts,
+    text_index_info,
+)
+from benchmarks.answer_latency import latency_measure, latency_report, questions_load, warmup_load
+
+COLLECTION = "bench-scale"
+SIZES = (10_000, 100_000, 1_000_000)
+TARGET_P50_MS = {100_000: 30.0, 1_000_000: 60.0}
+
+
+def log(message: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {message}", flush=True)
+
+
+def rss_mib(pid: int | str = "self") -> float | None:
+    """Resident memory of a process (MiB), from /proc."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return round(int(line.split()[1]) / 1024, 1)
+    except OSError:
+        return None
+    return None
+
+
+def peak_rss_mib() -> float | None:
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return round(int(line.split()[1]) / 1024, 1)
+    except OSError:
+        return None
+    return None
+
+
+def neo4j_pid() -> int | None:
+    try:
+        return int((Path(settings.STATE_DIR) / "run" / "neo4j.pid").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def disk_mib(path: Path) -> float:
+    """Bytes on disk under ``path`` (MiB), as ``du`` counts them."""
+    if not path.exists():
+        return 0.0
+    out = subprocess.run(["du", "-sk", str(path)], capture_output=True, text=True, check=True).stdout
+    return round(int(out.split()[0]) / 1024, 1)
+
+
+def ingestion_measure(passages: list[tuple[str, bytes]]) -> dict[str, Any]:
+    timer = StageTimer()
+    started = time.perf_counter()
+    outcomes = uploads_ingest(
+        driver=get_driver(),
+        uploads=passages,
+        collection=f"{COLLECTION}-ingest",
+        extractor=default_extractor(),
+        timer=timer,
+    )
+    seconds = time.perf_counter() - started
+    return {
+        "passages": len(passages),
+        "failures": sum(outcome.status == FAILED for outcome in outcomes),
+        "seconds": round(seconds, 1),
+        "passages_per_second": round(len(passages) / seconds, 1),
+        "stage_seconds": {stage: round(value, 2) for stage, value in sorted(timer.seconds.items())},
+    }
+
+
+def size_measure(
+    *, size: int, questions: list[str], warmup: list[str], passages: list[tuple[str, bytes]]
+) -> dict[str, Any]:
+    tools, params = default_tools(), retrieval_params(mode="graph")
+    latency_measure(warmup, tools, params)
+    load_before = os.getloadavg()
+    latency = latency_report(latency_measure(questions, tools, params))
+    latency.pop("per_question", None)
+    log(f"{size:,} chunks: stages 1-6 {latency['stages_1_6_ms']}")
+    ingestion = ingestion_measure(passages)
+    extraction_helpers_stop()
+    log(f"{size:,} chunks: ingestion {ingestion['passages_per_second']} passages/s")
+    state = Path(settings.STATE_DIR)
+    pid = neo4j_pid()
+    return {
+        "chunks": size,
+        "load_average_before": load_before,
+        "load_average_after": os.getloadavg(),
+        "latency": latency,
+        "ingestion": ingestion,
+        "memory_mib": {
+            "this_process_rss": rss_mib(),
+            "this_process_peak_rss": peak_rss_mib(),
+            "neo4j_rss": rss_mib(pid) if pid else None,
+        },
+        "disk_mib": {
+            "neo4j_store": disk_mib(state / "neo4j"),
+            "faiss_text_index": disk_mib(state / "vectors" / "text"),
+        },
+        "graph": graph_counts(get_driver()),
+        "entity_degrees": degree_shape(get_driver(), settings.ANSWER_MAX_DEGREE),
+        "text_index": text_index_info(),
+    }
+
+
+def plot(rows: list[dict[str, Any]], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    sizes = [row["chunks"] for row in rows]
+    figure, axes = plt.subplots(figsize=(6, 3.6), dpi=110)
+    for key, style in (("p50", "o-"), ("p95", "s--")):
+        axes.plot(sizes, [row["latency"]["stages_1_6_ms"][key] for row in rows], style, label=f"stages 1-6 {key}")
+    axes.plot(
+        sizes,
+        [row["latency"]["stages_ms"]["graph_expansion"]["p50"] for row in rows],
+        "^:",
+        label="graph expansion p50",
+    )
+    axes.set_xscale("log")
+    axes.set_xlabel("chunks in the graph")
+    axes.set_ylabel("ms per question")
+    axes.set_ylim(bottom=0)
+    axes.grid(True, alpha=0.3)
+    axes.legend()
+    axes.set_title("Question path before generation, 2-core CPU")
+    figure.tight_layout()
+    figure.savefig(path)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sizes", default=",".join(map(str, SIZES)), help="chunk counts, ascending, comma-separated")
+    parser.add_argument("--ingest-passages", type=int, default=300, help="2Wiki passages ingested at each size")
+    parser.add_argument("--out", default=str(BASE_DIR / "benchmarks/results/scale.json"))
+    args = parser.parse_args()
+    sizes = sorted(int(size) for size in args.sizes.split(","))
+    out = Path(args.out)
+    data_dir = Path(settings.DEMO_DATA_DIR)
+    began = time.perf_counter()
+    driver = get_driver()
+    graph_schema_apply(driver=driver)
+    base = base_build(
+        driver=driver, files=base_files(data_dir, musique=None, hotpotqa=None), collection=COLLECTION, log=log
+    )
+    extraction_helpers_stop()
+    questions, warmup = questions_load(data_dir), warmup_load(data_dir, 20)
+    wiki = list(corpora.twowiki_passages(data_dir))
+    rows: list[dict[str, Any]] = []
+    chunks, documents = len(base.chunks), 0
+    for step, size in enumerate(sizes):
+        if size > chunks:
+            params = FillerParams(
+                target_chunks=size, collection=COLLECTION, seed=step, start_chunks=chunks, first_document=documents
+            )
+            filler = filler_grow(driver=driver, base=base, params=params, log=log)
+            documents += filler["documents"]
+        else:
+            filler = None
+        passages = wiki[step * args.ingest_passages : (step + 1) * args.ingest_passages]
+        row = size_measure(size=size, questions=questions, warmup=warmup, passages=passages) | {"filler": filler}
+        chunks = int(row["graph"]["nodes"].get("Chunk", size))
+        rows.append(row)
+        report = {
+            "benchmark": "scale",
+            "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}",
+            "how": HOW,
+            "neo4j": {"heap": settings.NEO4J_HEAP, "page_cache": settings.NEO4J_PAGE_CACHE},
+            "base": base.report,
+            "targets_p50_ms": TARGET_P50_MS,
+            "sizes": rows,
+            "seconds": round(time.perf_counter() - began, 1),
+        }
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(report, indent=2) + "\n")  # after every size: a long run keeps what it measured
+    plot(rows, out.with_suffix(".png"))
+    print(
+        f"\n{'chunks':>10} {'p50 ms':>8} {'p95 ms':>8} {'expand p50':>11} {'ingest p/s':>11} {'RSS MiB':>8} "
+        f"{'Neo4j RSS':>10} {'store MiB':>10} {'FAISS MiB':>10}"
+    )
+    for row in rows:
+        totals = row["latency"]["stages_1_6_ms"]
+        print(
+            f"{row['chunks']:>10,} {totals['p50']:>8.1f} {totals['p95']:>8.1f} "
+            f"{row['latency']['stages_ms']['graph_expansion']['p50']:>11.1f} "
+            f"{row['ingestion']['passages_per_second']:>11.1f} {row['memory_mib']['this_process_rss']:>8} "
+            f"{row['memory_mib']['neo4j_rss']:>10} {row['disk_mib']['neo4j_store']:>10} "
+            f"{row['disk_mib']['faiss_text_index']:>10}"
+        )
+    print(f"written to {out} and {out.with_suffix('.png')}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
