@@ -38,28 +38,40 @@ class Reply:
     timings_ms: dict[str, float] = field(default_factory=dict)
     generation: dict[str, Any] = field(default_factory=dict)
     answer_id: str = ""
+    retry_after: float = 0.0  # what a refusal asked the client to wait (seconds)
 
 
-def ask(*, url: str, question: str, timeout: float, generate: bool = True) -> tuple[int | None, dict[str, Any], str]:
-    """One POST; (HTTP status or None, the JSON body, an error message for no reply)."""
+def _retry_after(value: str | None) -> float:
+    try:
+        return max(0.0, float(value or 0))
+    except ValueError:
+        return 0.0
+
+
+def ask(
+    *, url: str, question: str, timeout: float, generate: bool = True
+) -> tuple[int | None, dict[str, Any], str, float]:
+    """One POST; (HTTP status or None, the JSON body, an error message for no reply, the seconds a
+    refusal's ``Retry-After`` asks the client to wait)."""
     body = json.dumps({"question": question, "collections": None, "generate": generate, "stream": False}).encode()
     request = urllib.request.Request(url, data=body, headers={"Content-Type": "application/json"}, method="POST")
     try:
         with urllib.request.urlopen(request, timeout=timeout) as response:
-            return response.status, json.loads(response.read()), ""
+            return response.status, json.loads(response.read()), "", 0.0
     except urllib.error.HTTPError as exc:
+        wait = _retry_after(exc.headers.get("Retry-After"))
         try:
-            return exc.code, json.loads(exc.read() or b"{}"), ""
+            return exc.code, json.loads(exc.read() or b"{}"), "", wait
         except ValueError:
-            return exc.code, {"error": f"HTTP {exc.code} with a body that is not JSON"}, ""
+            return exc.code, {"error": f"HTTP {exc.code} with a body that is not JSON"}, "", wait
     except (OSError, ValueError) as exc:  # URLError, timeouts, resets, a truncated body
-        return None, {}, f"{type(exc).__name__}: {exc}"
+        return None, {}, f"{type(exc).__name__}: {exc}", 0.0
 
 
 def _one(*, url: str, client: int, question: str, began: float, timeout: float, generate: bool = True) -> Reply:
     sent = time.perf_counter()
     reply = Reply(client, question, round(sent - began, 3), time.time())
-    status, body, error = ask(url=url, question=question, timeout=timeout, generate=generate)
+    status, body, error, reply.retry_after = ask(url=url, question=question, timeout=timeout, generate=generate)
     reply.seconds = round(time.perf_counter() - sent, 3)
     reply.status = status
     if status is None:
@@ -76,7 +88,10 @@ def _one(*, url: str, client: int, question: str, began: float, timeout: float, 
 
 
 def load_run(*, url: str, questions: Sequence[str], clients: int, seconds: float, timeout: float) -> list[Reply]:
-    """``clients`` threads asking back to back for ``seconds``; every reply (the last ones finish after)."""
+    """``clients`` threads asking back to back for ``seconds``; every reply (the last ones finish after).
+    A client refused as busy waits what the refusal's ``Retry-After`` says before asking again, as a
+    well-behaved client does (without it, refusals that take milliseconds would be resent tens of
+    thousands of times)."""
     replies: list[Reply] = []
     lock = threading.Lock()
     order = itertools.cycle(range(len(questions)))
@@ -89,6 +104,8 @@ def load_run(*, url: str, questions: Sequence[str], clients: int, seconds: float
             reply = _one(url=url, client=number, question=question, began=began, timeout=timeout)
             with lock:
                 replies.append(reply)
+            if reply.retry_after:
+                time.sleep(min(reply.retry_after, max(0.0, seconds - (time.perf_counter() - began))))
 
     threads = [threading.Thread(target=client, args=(n,), name=f"bench-client-{n}") for n in range(clients)]
     for thread in threads:
@@ -152,6 +169,7 @@ def load_summary(
         "sent": len(replies),
         "answered": len(answered),
         "failed": sum(r.outcome == FAILED for r in replies),
+        "refused_busy": sum(r.outcome == FAILED and r.status == 503 for r in replies),  # of failed: shed, retried
         "lost": sum(r.outcome == LOST for r in replies),
         "errors": dict(Counter(r.error for r in replies if r.outcome != ANSWERED).most_common(10)),
         "answers_per_minute": round(len(answered) / (seconds + drain_seconds) * 60, 1) if replies else 0.0,
