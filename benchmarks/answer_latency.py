@@ -89,7 +89,7 @@ class RunSize:
     ingest_passages: int
 
 
-FULL = RunSize("full", 100_000, None, None, 200, 20, 10, 60.0, 1500)
+FULL = RunSize("full", 100_000, None, None, 200, 100, 10, 60.0, 1500)
 QUICK = RunSize("quick", 5_000, 300, 150, 20, 5, 3, 15.0, 400)
 
 
