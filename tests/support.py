@@ -4,6 +4,8 @@ import os
 import socket
 import subprocess
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +17,15 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+def wait_for(what: str, predicate: Callable[[], Any], timeout: float, interval: float = 0.3) -> Any:
+    """``predicate()``'s first truthy value, asked every ``interval`` seconds; fails the test after ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while not (value := predicate()):
+        assert time.monotonic() < deadline, f"waited {timeout:g} s for {what}"
+        time.sleep(interval)
+    return value
 
 
 def manage(*args: str, **env: str) -> subprocess.CompletedProcess[str]:

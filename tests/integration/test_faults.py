@@ -52,7 +52,7 @@ from tests.integration.test_vectors import (  # noqa: F401  (collection and vect
     run,
     vector_settings,
 )
-from tests.support import BASE_DIR, anvil_rpc, manage, renames_append
+from tests.support import BASE_DIR, anvil_rpc, manage, renames_append, wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -80,16 +80,6 @@ def seconds_since(start: float) -> float:
 def real_db() -> sqlite3.Connection:
     """The test stack's own database (the one the worker and manage.py use, not the test's in-memory one)."""
     return sqlite3.connect(Path(settings.STATE_DIR) / "db.sqlite3", timeout=10)
-
-
-def wait_for(what: str, predicate: Any, timeout: float, interval: float = 0.2) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        assert time.monotonic() < deadline, f"waited {timeout:g} s for {what}"
-        time.sleep(interval)
 
 
 # --- 1. the worker killed during a generation --------------------------------------------------

@@ -22,8 +22,8 @@ from apps.accounts.services import collection_ensure
 from apps.graph.driver import close_driver, get_driver
 from tests.conftest import SERVICES, services
 from tests.integration.test_answers import JOURNAL, QUESTION, SOCIETY
-from tests.integration.test_faults import real_db, record, seconds_since, stack_restored, wait_for  # noqa: F401
-from tests.support import BASE_DIR, manage
+from tests.integration.test_faults import real_db, record, seconds_since, stack_restored  # noqa: F401
+from tests.support import BASE_DIR, manage, wait_for
 
 pytestmark = pytest.mark.integration
 

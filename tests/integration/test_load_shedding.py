@@ -8,7 +8,6 @@ Celery worker never sees the placeholder messages."""
 
 from __future__ import annotations
 
-import time
 import uuid
 from collections.abc import Iterator
 
@@ -21,6 +20,7 @@ from apps.answers import admission as answers_admission
 from apps.answers.models import Answer
 from apps.core import workers
 from apps.core.admission import PRIORITY_SEPARATOR, queue_admit
+from tests.support import wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db]
 
@@ -41,17 +41,6 @@ def full_queue(live_services: None, settings: Settings, monkeypatch: pytest.Monk
     yield queue
     client.delete(queue, f"{queue}{PRIORITY_SEPARATOR}9")
     client.close()
-
-
-def _consumed(queue: str, *, within: float) -> bool:
-    """Whether a live worker says it consumes ``queue``, asked again until ``within`` seconds pass."""
-    deadline = time.monotonic() + within
-    while True:
-        if workers.consumers_ask(timeout=5.0).of(queue):
-            return True
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(1.0)
 
 
 def test_the_real_queue_depth_decides(full_queue: str) -> None:
@@ -100,7 +89,8 @@ def test_a_question_for_a_queue_no_live_worker_consumes_is_refused_as_no_worker(
     assert Answer.objects.count() == before
     # The live generation worker answers (the check is not vacuous), once it has finished starting: on a
     # fresh machine its first start prepares the models for a minute or more.
-    assert _consumed("gpu", within=180.0) and _consumed("ingest", within=60.0)
+    wait_for("a live generation worker", lambda: workers.consumers_ask(timeout=5.0).of("gpu"), 180.0, 1.0)
+    wait_for("a live ingestion worker", lambda: workers.consumers_ask(timeout=5.0).of("ingest"), 60.0, 1.0)
     workers.consumers_forget()
     assert not workers.queue_unserved("gpu")
     assert not workers.queue_unserved("ingest") and workers.queue_unserved(queue)

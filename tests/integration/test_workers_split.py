@@ -23,7 +23,7 @@ from django.conf import settings
 from tests.conftest import SERVICES, services
 from tests.integration.test_answers import JOURNAL, QUESTION, SOCIETY
 from tests.integration.test_faults import record
-from tests.support import BASE_DIR, manage
+from tests.support import BASE_DIR, manage, wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -45,14 +45,6 @@ def one(sql: str, *params: Any) -> Any:
     with real_db() as db:
         row = db.execute(sql, params).fetchone()
     return None if row is None else row[0] if len(row) == 1 else row
-
-
-def wait_for(what: str, predicate: Any, timeout: float, interval: float = 0.3) -> Any:
-    deadline = time.monotonic() + timeout
-    while not (value := predicate()):
-        assert time.monotonic() < deadline, f"waited {timeout:g} s for {what}"
-        time.sleep(interval)
-    return value
 
 
 def worker_up(name: str, **env: str) -> None:
