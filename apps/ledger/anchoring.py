@@ -154,7 +154,7 @@ def _follow(chain: Chain, anchor: Anchor, head: int, report: Round) -> None:
         report.errors.append(f"anchor of size {anchor.tree_size}: the chain refused the head")
         return
     if receipt.block_number > head:  # mined after the head was read: the chain has that block now
-        head = chain.head()
+        head = max(chain.head(), receipt.block_number)  # a lagging node's head never counts below the receipt
     confirmations = max(0, head - receipt.block_number + 1)
     confirmed = confirmations >= settings.CHAIN_CONFIRMATIONS
     Anchor.objects.filter(pk=anchor.pk).update(
