@@ -56,7 +56,6 @@ from django.conf import settings
 from django.utils import timezone
 
 from apps.accounts.services import collection_ensure
-from apps.answers.expansion import question_entity_ids
 from apps.answers.models import Answer
 from apps.answers.pipeline import RetrievalParams, RetrievalTools, retrieve
 from apps.answers.scope import EVERY_COLLECTION, Scope
@@ -298,7 +297,7 @@ def _expand_parameters(retrieval: Retrieval, params: RetrievalParams) -> dict[st
     p = params.expansion
     return {
         "seeds": [{"id": s.node_id, "score": s.score} for s in seeds],
-        "entities": [{"id": e, "score": start_score} for e in question_entity_ids(retrieval.analysis.entities)],
+        "entities": [{"id": e, "score": start_score} for e, _ in retrieval.analysis.linked],
         "collections": None,
         "fanout": p.fanout,
         "related_fanout": p.related_fanout if p.hops >= 3 else 0,

@@ -2,10 +2,12 @@
 retrieval settings are tuned on) and 2WikiMultihopQA dev300 (validation: never tuned on).
 
     make bench-multihop      (a private Neo4j under var/bench-multihop; the corpora are ingested
-                              on the first run and kept for the next ones)
+                              on the first run and kept for the next ones: remove var/bench-multihop
+                              after a change to what ingestion writes)
 
-The same work as ``manage.py evaluate --json`` for both datasets, plus the personalized-PageRank
-scoring for comparison; writes benchmarks/results/multihop_recall.json and prints a table.
+The same work as ``manage.py evaluate --json`` for each dataset, for dense retrieval and every graph
+variant in ``VARIANTS`` (the configured graph mode with one part turned off: the ablations); writes
+benchmarks/results/multihop_recall.json and prints a table.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import json
 import os
 import platform
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -33,16 +36,47 @@ from apps.answers.pipeline import RetrievalParams
 from apps.answers.tools import default_tools, retrieval_params
 from apps.graph.driver import get_driver
 from apps.graph.schema import graph_schema_apply
+from apps.ingest.graph_build import TITLE_LABEL
 from apps.ingest.services import extraction_helpers_stop
 
 KS = (2, 5, 10)
 
 
+def _without_titles(params: RetrievalParams) -> RetrievalParams:
+    labels = tuple(label for label in params.linking.labels if label != TITLE_LABEL)
+    return dataclasses.replace(
+        params,
+        linking=dataclasses.replace(params.linking, labels=labels),
+        expansion=dataclasses.replace(params.expansion, skip_types=(*params.expansion.skip_types, TITLE_LABEL)),
+    )
+
+
+def _without_lexical(params: RetrievalParams) -> RetrievalParams:
+    return dataclasses.replace(params, lexical=dataclasses.replace(params.lexical, k=0))
+
+
+def _without_spans(params: RetrievalParams) -> RetrievalParams:
+    return dataclasses.replace(params, linking=dataclasses.replace(params.linking, spans=False))
+
+
+# Each graph variant is the configured graph mode with one part changed (an ablation is one flag);
+# "graph-before" turns every part this benchmark ablates off at once.
+VARIANTS: dict[str, Callable[[RetrievalParams], RetrievalParams]] = {
+    "graph": lambda params: params,
+    "graph-no-lexical": _without_lexical,
+    "graph-no-spans": _without_spans,
+    "graph-no-titles": _without_titles,
+    "graph-before": lambda params: _without_titles(_without_spans(_without_lexical(params))),
+    "graph-ppr": lambda params: dataclasses.replace(
+        params, expansion=dataclasses.replace(params.expansion, scoring="ppr")
+    ),
+}
+
+
 def params_for(variant: str) -> RetrievalParams:
-    if variant == "graph-ppr":
-        params = retrieval_params(mode="graph")
-        return dataclasses.replace(params, expansion=dataclasses.replace(params.expansion, scoring="ppr"))
-    return retrieval_params(mode=variant)
+    if variant == "dense":
+        return retrieval_params(mode="dense")
+    return VARIANTS[variant](retrieval_params(mode="graph"))
 
 
 def main() -> int:
@@ -50,10 +84,11 @@ def main() -> int:
     parser.add_argument("--limit", type=int, default=None, help="only the first N questions of each dataset")
     parser.add_argument("--out", default=str(BASE_DIR / "benchmarks/results/multihop_recall.json"))
     parser.add_argument("--datasets", default="hotpotqa,musique,2wiki", help="comma-separated")
+    parser.add_argument("--variants", default=",".join(("dense", *VARIANTS)), help="comma-separated")
     args = parser.parse_args()
     graph_schema_apply(driver=get_driver())
     tools = default_tools()
-    variants = ("dense", "graph", "graph-ppr")
+    variants = tuple(args.variants.split(","))
     results = {}
     for dataset in args.datasets.split(","):
         reports = dataset_evaluate(
@@ -82,7 +117,7 @@ def main() -> int:
     for dataset, rows in results.items():
         for row in rows:
             cells = "  ".join(f"R@{k} {row[f'recall@{k}']:.3f}" for k in KS)
-            print(f"{dataset:9} {row['mode']:10} {cells}  p50 {row['retrieval_p50_ms']:.1f} ms")
+            print(f"{dataset:9} {row['mode']:16} {cells}  p50 {row['retrieval_p50_ms']:.1f} ms")
     print(f"written to {out}")
     return 0
 

@@ -376,6 +376,14 @@ VECTORS_GPU = env_choice("VECTORS_GPU", "auto", ("auto", "off"))
 ANSWER_K_CHUNKS = env_int("ANSWER_K_CHUNKS", 10, minimum=1)
 ANSWER_K_ROWS = env_int("ANSWER_K_ROWS", 4, minimum=0)
 ANSWER_K_IMAGES = env_int("ANSWER_K_IMAGES", 4, minimum=0)
+# Lexical seeds (graph mode): the LEXICAL_K best BM25 matches of the question (full-text index)
+# join the dense seeds; a unit's BM25 over the best one's, times LEXICAL_WEIGHT, adds to its score.
+ANSWER_LEXICAL_K = env_int("ANSWER_LEXICAL_K", 5, minimum=0)
+ANSWER_LEXICAL_WEIGHT = env_float("ANSWER_LEXICAL_WEIGHT", 0.1, minimum=0.0)
+# Entity linking (graph mode): besides spaCy's names, the question's capitalised spans of up to
+# LINK_MAX_WORDS words are looked up as entity names (LINK_SPANS=0: spaCy's names only).
+ANSWER_LINK_SPANS = env_bool("ANSWER_LINK_SPANS", True)
+ANSWER_LINK_MAX_WORDS = env_int("ANSWER_LINK_MAX_WORDS", 6, minimum=1)
 # Graph expansion: paths of at most this many hops (1-3), at most FANOUT entities per unit and
 # units per entity, RELATED_FANOUT neighbours per entity; entities mentioned more than
 # MAX_DEGREE times are not crossed; each hop multiplies a path's score by DECAY.
@@ -388,7 +396,8 @@ ANSWER_DECAY = env_float("ANSWER_DECAY", 0.5, minimum=0.0)
 # paths: noisy-or of path scores; ppr: personalized PageRank over the retrieved subgraph.
 ANSWER_SCORING = env_choice("ANSWER_SCORING", "paths", ("paths", "ppr"))
 ANSWER_PPR_DAMPING = env_float("ANSWER_PPR_DAMPING", 0.5, minimum=0.0)
-# Rerank: the best RERANK_POOL candidates are rescored; score = rerank + GRAPH_WEIGHT * graph support.
+# Rerank: the best RERANK_POOL candidates are rescored;
+# score = rerank + GRAPH_WEIGHT * graph support + LEXICAL_WEIGHT * lexical score.
 ANSWER_RERANK_POOL = env_int("ANSWER_RERANK_POOL", 40, minimum=1)
 ANSWER_GRAPH_WEIGHT = env_float("ANSWER_GRAPH_WEIGHT", 0.5, minimum=0.0)
 # Bridges: each of the best BRIDGE_STARTS candidates brings the unit it leads to most strongly

@@ -154,14 +154,16 @@ def graph_expand(
     *,
     driver: Driver,
     seeds: Sequence[Seed],
-    entity_names: Sequence[str],
+    entity_starts: Sequence[tuple[str, float]],
     collections: Scope,
     params: ExpansionParams,
 ) -> Expansion:
     """Stage 3: the seeds plus every unit reached within ``params.hops``, each with its paths.
-    Paths only start at, cross RELATED edges supported by, and end at units of ``collections``."""
+    ``entity_starts`` are the question's linked entities (id, link score in [0, 1]); a path from
+    one starts at the best seed's score times its link score. Paths only start at, cross RELATED
+    edges supported by, and end at units of ``collections``."""
     start_score = max((seed.score for seed in seeds), default=1.0)
-    entities = [{"id": eid, "score": start_score} for eid in question_entity_ids(entity_names)]
+    entities = [{"id": eid, "score": start_score * weight} for eid, weight in entity_starts]
     started = time.perf_counter()
     rows = graph_read(
         driver,
@@ -179,5 +181,6 @@ def graph_expand(
     candidates = expand_rows(rows, seeds, params)
     if params.scoring == "ppr":
         found = {row["entity"] for row in rows if row["start"] is None and row["entity"] is not None}
-        _apply_ppr(candidates, seeds, dict.fromkeys(found, start_score), params.ppr_damping)
+        weights = {eid: start_score * weight for eid, weight in entity_starts}
+        _apply_ppr(candidates, seeds, {eid: weights.get(eid, start_score) for eid in found}, params.ppr_damping)
     return Expansion(candidates, len(rows), cypher_ms, len({row["entity"] for row in rows if row["entity"]}))

@@ -19,6 +19,8 @@ from neo4j import Driver
 
 from apps.answers.analysis import PendingEntities, Tokenize, query_analyse
 from apps.answers.expansion import ExpansionParams, graph_expand
+from apps.answers.lexical import LexicalParams, lexical_search, seeds_fuse
+from apps.answers.linking import LinkedEntity, LinkParams, entities_link
 from apps.answers.prompt import prompt_assemble
 from apps.answers.rerank import (
     BridgeParams,
@@ -46,7 +48,9 @@ class RetrievalParams:
     rerank_pool: int = 40
     graph_weight: float = 0.5
     bridges: BridgeParams = field(default_factory=BridgeParams)
-    mode: str = "graph"  # or "dense": the seeds only, no expansion
+    lexical: LexicalParams = field(default_factory=LexicalParams)
+    linking: LinkParams = field(default_factory=LinkParams)
+    mode: str = "graph"  # or "dense": the seeds only, no expansion (nor lexical seeds)
 
 
 @dataclass
@@ -74,8 +78,11 @@ class _Clock:
         self.timings_ms[name] = round((time.perf_counter() - started) * 1000, 3)
 
 
-def _shortlist(candidates: dict[str, Candidate], size: int) -> list[Candidate]:
-    ranked = sorted(candidates.values(), key=lambda c: (-max(c.graph_score, c.seed_score), c.node_id))
+def _shortlist(candidates: dict[str, Candidate], size: int, lexical_weight: float) -> list[Candidate]:
+    ranked = sorted(
+        candidates.values(),
+        key=lambda c: (-(max(c.graph_score, c.seed_score) + lexical_weight * c.lexical_score), c.node_id),
+    )
     return ranked[:size]
 
 
@@ -107,7 +114,7 @@ def _expand(
     tools: RetrievalTools,
     params: RetrievalParams,
     seeds: Seeds,
-    entities: Sequence[str],
+    linked: Sequence[LinkedEntity],
     collections: Scope,
 ) -> tuple[list[Candidate], dict[str, Any]]:
     with clock.stage("graph_expansion", hops=params.expansion.hops, mode=params.mode) as span:
@@ -120,20 +127,39 @@ def _expand(
             expansion = graph_expand(
                 driver=tools.driver,
                 seeds=seeds.hits,
-                entity_names=entities,
+                entity_starts=[(entity.entity_id, entity.score) for entity in linked],
                 collections=collections,
                 params=params.expansion,
             )
             found = expansion.candidates
             stats = {"rows": expansion.rows, "cypher_ms": round(expansion.cypher_ms, 3), "entities": expansion.entities}
+        lexical = {seed.node_id: seed.lexical for seed in seeds.hits if seed.lexical}
+        for node_id, score in lexical.items():
+            if node_id in found:
+                found[node_id].lexical_score = score
         started = time.perf_counter()
         shortlisted = units_fetch(
-            driver=tools.driver, candidates=_shortlist(found, params.rerank_pool), collections=collections
+            driver=tools.driver,
+            candidates=_shortlist(found, params.rerank_pool, params.lexical.weight),
+            collections=collections,
         )
         stats["cypher_ms"] += round((time.perf_counter() - started) * 1000, 3)
         stats["reached"] = len(found)
         span_set(span, nodes_touched=len(found) + stats["entities"], cypher_ms=stats["cypher_ms"], rows=stats["rows"])
     return shortlisted, stats
+
+
+def _link(
+    clock: _Clock, tools: RetrievalTools, params: RetrievalParams, question: str, names: Sequence[str]
+) -> list[LinkedEntity]:
+    """The graph entities the question names (counted in the analysis stage: it is query analysis
+    that needs the graph)."""
+    if params.mode != "graph":
+        return []
+    started = time.perf_counter()
+    linked = entities_link(driver=tools.driver, question=question, names=names, params=params.linking)
+    clock.timings_ms["analysis"] += round((time.perf_counter() - started) * 1000, 3)
+    return linked
 
 
 def retrieve(*, question: str, collections: Scope, tools: RetrievalTools, params: RetrievalParams) -> Retrieval:
@@ -149,20 +175,34 @@ def retrieve(*, question: str, collections: Scope, tools: RetrievalTools, params
         vectors = query_embed(question=question, text=tools.text, clip=tools.clip)
     with clock.stage("vector_search", k=params.seeds.k_chunks) as span:
         hits = seeds_search(vectors=vectors, limits=params.seeds, collections=collections, search=tools.search)
+        if params.mode == "graph" and params.lexical.k:
+            found = lexical_search(
+                driver=tools.driver, question=question, collections=collections, params=params.lexical
+            )
+            hits = seeds_fuse(
+                dense=hits, lexical=found, query_vector=vectors["text"], stored_vectors=tools.stored_vectors
+            )
         span_set(span, hits=len(hits))
     seeds = Seeds(text_vector=vectors["text"], hits=tuple(hits))
     # The entity names were found meanwhile in a helper thread; analysis counts its own time and this wait.
     waited = time.perf_counter()
     analysis = dataclasses.replace(analysis, entities=pending.result())
     clock.timings_ms["analysis"] += round((time.perf_counter() - waited) * 1000, 3)
-    shortlisted, stats = _expand(clock, tools, params, seeds, analysis.entities, collections)
+    linked = _link(clock, tools, params, question, analysis.entities)
+    analysis = dataclasses.replace(analysis, linked=tuple((entity.entity_id, entity.name) for entity in linked))
+    shortlisted, stats = _expand(clock, tools, params, seeds, linked, collections)
     with clock.stage("rerank", k=len(shortlisted)):
         attach_vectors(shortlisted, tools.stored_vectors, tools.text.embed_documents)
         scores = rerank_scores(
             question=question, query_vector=vectors["text"], candidates=shortlisted, reranker=tools.reranker
         )
         graph = params.mode == "graph"
-        ranked = rerank_apply(shortlisted, scores, graph_weight=params.graph_weight if graph else 0.0)
+        ranked = rerank_apply(
+            shortlisted,
+            scores,
+            graph_weight=params.graph_weight if graph else 0.0,
+            lexical_weight=params.lexical.weight if graph else 0.0,
+        )
         if graph:
             ranked = bridges_promote(ranked, params.bridges)
     with clock.stage("selection") as span:

@@ -5,10 +5,11 @@ are already in the text index, so they are read from there instead of embedded a
 same model gave them, so the scores are the same, in microseconds instead of seconds). Any
 other reranker (the hub profile's cross-encoder) scores the candidates' texts.
 
-    score = rerank score + graph_weight * support score
+    score = rerank score + graph_weight * support score + lexical_weight * lexical score
 
 where the support score is the noisy-or of the candidate's expansion paths (0 for a seed that
-nothing else leads to): relevance first, raised by the graph's evidence.
+nothing else leads to): relevance first, raised by the graph's evidence; the lexical score is the unit's BM25 over the
+question's best (``apps.answers.lexical``), 0 for a unit the full-text search did not find.
 
 Then bridges are brought forward (``bridges_promote``): each of the best few candidates names
 the unit it leads to most strongly (its rerank score plus ``path_weight`` times its best path
@@ -62,11 +63,13 @@ def rerank_scores(
     ]
 
 
-def rerank_apply(candidates: list[Candidate], scores: Sequence[float], *, graph_weight: float) -> list[Candidate]:
+def rerank_apply(
+    candidates: list[Candidate], scores: Sequence[float], *, graph_weight: float, lexical_weight: float = 0.0
+) -> list[Candidate]:
     """Set each candidate's rerank and final score; best first."""
     for candidate, score in zip(candidates, scores, strict=True):
         candidate.rerank_score = score
-        candidate.score = score + graph_weight * candidate.support_score
+        candidate.score = score + graph_weight * candidate.support_score + lexical_weight * candidate.lexical_score
     return sorted(candidates, key=lambda candidate: (-candidate.score, candidate.node_id))
 
 

@@ -99,6 +99,7 @@ def answer_record(
             "tokens": len(analysis.tokens),
             "entropy": analysis.entropy,
             "entities": list(analysis.entities),
+            "linked": [{"id": entity_id, "name": name} for entity_id, name in analysis.linked],
         },
         sources=[source.as_dict() for source in retrieval.sources],
         prompt_system=retrieval.prompt.system,
@@ -113,6 +114,7 @@ def answer_record(
                 "score": round(seed.score, 6),
                 "space": seed.space,
                 "collection": seed.collection,
+                **({"lexical": round(seed.lexical, 6)} if seed.lexical else {}),
             }
             for seed in retrieval.seeds.hits
         ],

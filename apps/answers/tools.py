@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING
 from django.conf import settings
 
 from apps.answers.expansion import ExpansionParams
+from apps.answers.lexical import LexicalParams
+from apps.answers.linking import LinkParams
 from apps.answers.pipeline import RetrievalParams, RetrievalTools
 from apps.answers.rerank import BridgeParams
 from apps.answers.seeds import SeedLimits
@@ -55,6 +57,12 @@ def retrieval_params(*, mode: str = "graph") -> RetrievalParams:
             starts=settings.ANSWER_BRIDGE_STARTS,
             position=settings.ANSWER_BRIDGE_POSITION,
             path_weight=settings.ANSWER_BRIDGE_PATH_WEIGHT,
+        ),
+        lexical=LexicalParams(k=settings.ANSWER_LEXICAL_K, weight=settings.ANSWER_LEXICAL_WEIGHT),
+        linking=LinkParams(
+            spans=settings.ANSWER_LINK_SPANS,
+            max_words=settings.ANSWER_LINK_MAX_WORDS,
+            max_degree=settings.ANSWER_MAX_DEGREE,
         ),
         mode=mode,
     )

@@ -36,17 +36,23 @@ class QueryAnalysis:
     tokens: tuple[str, ...]
     entropy: float
     entities: tuple[str, ...] = ()  # entity names found in the question
+    linked: tuple[tuple[str, str], ...] = ()  # (entity id, name) of the graph entities the question names
 
 
 @dataclass(frozen=True)
 class Seed:
-    """A FAISS hit that starts the graph expansion: ``space`` is text or clip."""
+    """A unit that starts the graph expansion: a FAISS hit (``space`` text or clip) or a full-text
+    hit (``space`` lexical). ``score`` is the unit's similarity to the question in that space (a
+    lexical hit's is its stored text vector's cosine, so every seed is on one scale) and
+    ``lexical`` its BM25 score over the best one of the question (0 when the full-text search
+    did not find it)."""
 
     node_id: str
     label: str
     score: float
     space: str
     collection: str = ""  # the unit's collection, recorded so audit pages know what the answer touched
+    lexical: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -81,6 +87,7 @@ class Candidate:
     node_id: str
     label: str
     seed_score: float = 0.0  # best FAISS similarity (0 when only the graph reached it)
+    lexical_score: float = 0.0  # BM25 over the question's best (0 when the full-text search did not find it)
     graph_score: float = 0.0  # all paths, the seed's own similarity included (orders the shortlist)
     support_score: float = 0.0  # the expansion's paths only: what the graph adds beyond similarity
     paths: list[GraphPath] = field(default_factory=list)

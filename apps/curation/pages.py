@@ -125,6 +125,19 @@ def snippet(text: str, start: int | None, end: int | None, context: int = SNIPPE
     }
 
 
+EVIDENCE_CHARS = 300
+
+
+def relation_evidence(row: Any) -> str:
+    """The sentence that supports a relation (a unit's whole text when it has no sentences), at most
+    ``EVIDENCE_CHARS`` characters; empty when no readable unit holds both ends in one sentence."""
+    text = row.get("evidence_text") or ""
+    start, end = row.get("evidence_start"), row.get("evidence_end")
+    sentence = text[start:end] if isinstance(start, int) and isinstance(end, int) else text
+    sentence = " ".join(sentence.split())
+    return sentence if len(sentence) <= EVIDENCE_CHARS else sentence[: EVIDENCE_CHARS - 1] + "…"
+
+
 def entity_page(*, driver: Driver, entity_id: str, collections: Collections) -> dict[str, Any] | None:
     """An entity with its readable mentions (a few snippets), documents and relations; None when
     it does not exist, or no unit the reader can read mentions it."""
@@ -138,7 +151,7 @@ def entity_page(*, driver: Driver, entity_id: str, collections: Collections) -> 
         for r in _query(driver, cypher.CURATION_ENTITY_SNIPPETS, id=entity_id, collections=readable, limit=SNIPPETS)
     ]
     relations = [
-        dict(r)
+        {**dict(r), "evidence": relation_evidence(r)}
         for r in _query(driver, cypher.CURATION_ENTITY_RELATIONS, id=entity_id, collections=readable, limit=RELATIONS)
     ]
     return {
@@ -149,7 +162,8 @@ def entity_page(*, driver: Driver, entity_id: str, collections: Collections) -> 
         "all_relations": int(record["all_relations"]),
         "all_documents": int(record["all_documents"]),
         "snippets": snippets,
-        "relations": relations,
+        "relations": [r for r in relations if not r.get("co_occurrence")],
+        "co_occurrences": [r for r in relations if r.get("co_occurrence")],
     }
 
 

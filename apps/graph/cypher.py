@@ -52,6 +52,11 @@ SCHEMA_INDEXES: tuple[tuple[str, str], ...] = (
         "entity_name_fulltext",
         "CREATE FULLTEXT INDEX entity_name_fulltext IF NOT EXISTS FOR (n:Entity) ON EACH [n.name, n.aliases_text]",
     ),
+    (
+        "unit_text_fulltext",
+        "CREATE FULLTEXT INDEX unit_text_fulltext IF NOT EXISTS FOR (n:Chunk|Row|Image) ON EACH [n.text]"
+        " OPTIONS {indexConfig: {`fulltext.analyzer`: 'english'}}",
+    ),
 )
 
 # Chunks, images and rows carry their document's collection (a document's collection is part of
@@ -156,6 +161,28 @@ ON CREATE SET r.evidence = [], r.documents = []
 SET r.evidence = r.evidence + [x IN row.evidence WHERE NOT x IN r.evidence],
     r.documents = CASE WHEN row.document_id IN r.documents THEN r.documents ELSE r.documents + row.document_id END
 SET r.weight = size(r.evidence)
+"""
+
+# Title links: a chunk span that names a title entity (apps.ingest.graph_build.title_links) becomes
+# a mention of it, and the chunk's document a contributor (a deleted document takes its links away).
+TITLE_LINKS_CREATE = """
+UNWIND $rows AS row
+MATCH (e:Entity {id: row.entity})
+MATCH (u:Chunk {id: row.unit})
+WHERE NOT (u)-[:MENTIONS]->(e)
+CREATE (u)-[:MENTIONS {start: row.start, end: row.end, sentence: row.sentence, linked: true}]->(e)
+SET e.documents = CASE WHEN row.document_id IN e.documents THEN e.documents ELSE e.documents + row.document_id END
+"""
+
+# The chunks already in the graph (outside $documents) whose text holds a new title's name: the
+# full-text index narrows them to $limit per title, the exact name (case and all) decides.
+TITLE_OCCURRENCES = """
+UNWIND $titles AS title
+CALL db.index.fulltext.queryNodes('unit_text_fulltext', title.query, {limit: $limit}) YIELD node
+WITH title, node
+WHERE node:Chunk AND NOT node.document_id IN $documents AND node.text CONTAINS title.name
+RETURN title.id AS entity, title.name AS name, node.id AS unit, node.text AS text,
+       node.sentence_starts AS sentence_starts, node.document_id AS document_id
 """
 
 # --- deletion: remove a document and exactly what only it supported ---------------------
@@ -376,6 +403,7 @@ RETURN i, vids ORDER BY i
 # A NEXT row has a null entity and null labels and sentences. Lists instead of a row per path: the
 # driver decodes a few dozen records instead of several hundred.
 
+
 ANSWER_EXPAND = """
 CALL () {
   UNWIND $seeds AS seed
@@ -447,6 +475,24 @@ WHERE $collections IS NULL OR (u.collection IN $collections AND t.collection IN 
 WITH u, seed, collect(t.id) AS units
 RETURN u.id AS start, seed.score AS start_score, null AS entity, 0 AS degree, null AS related,
        null AS predicate, 0 AS weight, 0 AS via_degree, units, null AS labels, null AS sentences
+"""
+
+# The lexical seed channel: Lucene's BM25 over the text of chunks, rows and images (the
+# unit_text_fulltext index, kept up to date by Neo4j as units are written and deleted). The index
+# spans every collection, so it is asked for $limit hits and the first $k in $collections are kept.
+ANSWER_LEXICAL = """
+CALL db.index.fulltext.queryNodes('unit_text_fulltext', $query, {limit: $limit}) YIELD node, score
+WITH node, score WHERE $collections IS NULL OR node.collection IN $collections
+RETURN node.id AS id, labels(node)[0] AS label, score, node.collection AS collection
+ORDER BY score DESC, id LIMIT $k
+"""
+
+# Entity linking: which of the ids a question's names could have are graph entities, with how
+# many units mention each (rarer names link more strongly).
+ANSWER_ENTITY_LINK = """
+UNWIND $candidates AS candidate
+MATCH (e:Entity {id: candidate.id})
+RETURN candidate.span AS span, e.id AS id, e.name AS name, COUNT { (e)<-[:MENTIONS]-() } AS degree
 """
 
 # The details of the units that made the shortlist, with their documents; a unit outside
@@ -588,15 +634,35 @@ LIMIT $limit
 """
 
 # The entity's relations both ways, with at least one supporting document the reader can read.
+# The entity's relations (extracted ones before co-occurrences), each with one sentence of its
+# evidence where both ends are mentioned (the units in $collections only).
 CURATION_ENTITY_RELATIONS = """
 MATCH (e:Entity {id: $id})-[r:RELATED]-(other:Entity)
 WHERE $collections IS NULL
    OR EXISTS { MATCH (d:Document) WHERE d.id IN r.documents AND d.collection IN $collections }
+WITH e, r, other, r.predicate = 'co_occurs_with' AS co_occurrence
+ORDER BY co_occurrence, coalesce(r.weight, 0) DESC, r.predicate, other.name, other.id
+LIMIT $limit
+CALL (e, r, other) {
+  UNWIND coalesce(r.evidence, [])[..5] AS unit_id
+  CALL (unit_id) {
+    MATCH (u:Chunk {id: unit_id}) RETURN u
+    UNION
+    MATCH (u:Row {id: unit_id}) RETURN u
+    UNION
+    MATCH (u:Image {id: unit_id}) RETURN u
+  }
+  WITH e, other, u WHERE $collections IS NULL OR u.collection IN $collections
+  MATCH (u)-[m1:MENTIONS]->(e)
+  MATCH (u)-[m2:MENTIONS]->(other)
+  WHERE m2.sentence = m1.sentence
+  RETURN u.text AS evidence_text, u.sentence_starts[m1.sentence] AS evidence_start,
+         u.sentence_ends[m1.sentence] AS evidence_end
+  LIMIT 1
+}
 RETURN startNode(r).id AS source, r.predicate AS predicate, endNode(r).id AS target,
        startNode(r) = e AS outgoing, coalesce(r.status, 'proposed') AS status, coalesce(r.weight, 0) AS weight,
-       other {.id, .name, .type} AS other
-ORDER BY weight DESC, predicate, other.name, other.id
-LIMIT $limit
+       other {.id, .name, .type} AS other, co_occurrence, evidence_text, evidence_start, evidence_end
 """
 
 # The readable documents that mention the entity, with how many mentions each holds.

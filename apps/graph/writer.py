@@ -8,6 +8,8 @@ one document at a time.
 
 from __future__ import annotations
 
+import bisect
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
@@ -15,6 +17,8 @@ from django.conf import settings
 from neo4j import Driver, ManagedTransaction
 
 from apps.graph import cypher
+
+TITLE_LINK_LIMIT = 200  # chunks the full-text index offers per new title
 
 Row = Mapping[str, Any]
 
@@ -31,6 +35,8 @@ class DocumentRows(Protocol):
     entities: list[dict[str, Any]]
     mentions: dict[str, list[dict[str, Any]]]
     relations: list[dict[str, Any]]
+    title_links: list[dict[str, Any]]
+    titles: list[dict[str, Any]]  # the title entity, as {id, name, query}: a Lucene phrase query for the name
 
 
 def _run(tx: ManagedTransaction, statement: str, **params: Any) -> None:
@@ -69,10 +75,58 @@ def _write(tx: ManagedTransaction, graphs: Sequence[DocumentRows]) -> None:
             for label in labels
         ),
         (cypher.RELATIONS_MERGE, _concat(graph.relations for graph in graphs)),
+        (cypher.TITLE_LINKS_CREATE, sorted(_concat(graph.title_links for graph in graphs), key=_by_entity)),
     ]
     for statement, rows in batches:
         if rows:
             _run(tx, statement, rows=rows)
+    _title_links_back(tx, graphs)
+
+
+def _by_entity(row: Mapping[str, Any]) -> tuple[str, str]:
+    return row["entity"], row["unit"]
+
+
+def _whole_word_at(text: str, name: str) -> int:
+    """Where ``name`` occurs in ``text`` as whole words (-1 when it does not)."""
+    for match in re.finditer(re.escape(name), text):
+        before = text[match.start() - 1] if match.start() else " "
+        after = text[match.end()] if match.end() < len(text) else " "
+        if not before.isalnum() and not after.isalnum():
+            return match.start()
+    return -1
+
+
+def _title_links_back(tx: ManagedTransaction, graphs: Sequence[DocumentRows]) -> None:
+    """Chunks already in the graph that name one of these documents' titles mention its entity now
+    (the other direction of the title links: a page ingested after the passages that name it)."""
+    titles = [title for graph in graphs for title in graph.titles]
+    if not titles:
+        return
+    found = tx.run(
+        cypher.TITLE_OCCURRENCES,
+        titles=titles,
+        limit=TITLE_LINK_LIMIT,
+        documents=[graph.document["id"] for graph in graphs],
+    )
+    rows = []
+    for record in found:
+        start = _whole_word_at(record["text"], record["name"])
+        if start < 0:
+            continue
+        starts = record["sentence_starts"] or [0]
+        rows.append(
+            {
+                "unit": record["unit"],
+                "entity": record["entity"],
+                "start": start,
+                "end": start + len(record["name"]),
+                "sentence": max(0, bisect.bisect_right(starts, start) - 1),
+                "document_id": record["document_id"],
+            }
+        )
+    if rows:
+        _run(tx, cypher.TITLE_LINKS_CREATE, rows=sorted(rows, key=_by_entity))
 
 
 def documents_graph_write(*, driver: Driver, graphs: Sequence[DocumentRows], replaces: Sequence[str] = ()) -> list[str]:

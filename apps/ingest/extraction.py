@@ -65,6 +65,46 @@ def normalise_entity_name(name: str) -> str:
     return text
 
 
+def _word_set(words: str) -> frozenset[str]:
+    return frozenset(words.split())
+
+
+# Entity cleaning (``entity_clean``): names spaCy's small model often tags that name nothing, and
+# words that give a name's type away whatever the model said ("Club Norway" tagged PERSON).
+STOP_NAMES = _word_set(
+    "male female he she him her his hers they them their it its i we you mr mrs ms miss dr sir madam jr sr st "
+    "this that these those one none other others unknown n/a"
+)
+_ORG_LAST_WORDS = _word_set(
+    "club fc f.c united company co inc ltd llc plc corporation corp university college school academy institute "
+    "party band records group association council committee society foundation agency ministry bank airlines "
+    "studios network league orchestra church"
+)
+_ORG_FIRST_WORDS = _word_set("club university college school academy institute bank church ministry council")
+_PLACE_LAST_WORDS = _word_set("river lake mountain mountains island islands county province valley")
+_NAME_LABELS = frozenset({"PERSON", "ORG", "GPE", "LOC", "FAC", "NORP", "WORK_OF_ART", "PRODUCT", "EVENT", "LAW"})
+
+
+def entity_clean(name: str, label: str) -> str | None:
+    """The label a mention should have, or None to drop it: names in ``STOP_NAMES``, names without
+    a letter, and one-letter names are dropped; a PERSON, GPE or LOC of several words whose last
+    word names an organisation ("Records", "University") or whose first word does ("Club Norway",
+    "University of Oslo") is an ORG, and a PERSON or ORG whose last word names a natural place
+    ("River", "Island") a LOC."""
+    normalised = normalise_entity_name(name)
+    if label not in _NAME_LABELS:
+        return label
+    if normalised in STOP_NAMES or len(normalised) < 2 or not any(char.isalpha() for char in normalised):
+        return None
+    words = normalised.split()
+    first, last = words[0], words[-1].rstrip(".")
+    if label in {"PERSON", "GPE", "LOC"} and len(words) > 1 and (last in _ORG_LAST_WORDS or first in _ORG_FIRST_WORDS):
+        return "ORG"
+    if label in {"PERSON", "ORG"} and len(words) > 1 and last in _PLACE_LAST_WORDS:
+        return "LOC"
+    return label
+
+
 def _strip_punctuation(text: str) -> str:
     start, end = 0, len(text)
     while start < end and _is_trimmable(text[start]):
@@ -179,8 +219,10 @@ class SpacyExtractor:
 
     def _analyse(self, doc: Doc, lemmas: _Lemmas) -> Extraction:
         sentences, first_tokens = _sentences(doc)
-        ents = [ent for ent in doc.ents if ent.label_ in self.labels and normalise_entity_name(ent.text)]
-        mentions = tuple(_mention(ent) for ent in ents)
+        cleaned = [(ent, entity_clean(ent.text, ent.label_)) for ent in doc.ents if ent.label_ in self.labels]
+        kept = [(ent, label) for ent, label in cleaned if label and normalise_entity_name(ent.text)]
+        ents = [ent for ent, _ in kept]
+        mentions = tuple(_mention(ent, label) for ent, label in kept)
         by_sentence: dict[int, list[int]] = defaultdict(list)
         for index, ent in enumerate(ents):
             by_sentence[max(bisect.bisect_right(first_tokens, ent.start) - 1, 0)].append(index)
@@ -193,8 +235,8 @@ class SpacyExtractor:
         return Extraction(mentions=mentions, relations=tuple(relations), sentences=tuple(sentences))
 
 
-def _mention(ent: Span) -> Mention:
-    return Mention(ent.start_char, ent.end_char, ent.text, ent.label_, entity_key(ent.text, ent.label_))
+def _mention(ent: Span, label: str) -> Mention:
+    return Mention(ent.start_char, ent.end_char, ent.text, label, entity_key(ent.text, label))
 
 
 def _sentences(doc: Doc) -> tuple[list[tuple[int, int]], list[int]]:

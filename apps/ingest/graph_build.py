@@ -8,14 +8,22 @@ from __future__ import annotations
 
 import bisect
 import hashlib
+import re
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from apps.ingest.extraction import entity_key
+from apps.ingest.names import name_spans
+from apps.ingest.parsing.text import file_stem
 from apps.ingest.types import Extraction, ParsedDocument, ParsedTable, TextChunk
 
 CO_OCCURS = "co_occurs_with"
+TITLE_LABEL = "TITLE"  # the entity a document's title names: what its passages are about
+TITLE_MAX_WORDS = 12
+TITLE_LINK_MAX_WORDS = 8  # the longest span of a passage looked up as a title
+_DISAMBIGUATION = re.compile(r"\s*\([^()]*\)\s*$")  # "Polish-Russian War (film)" -> "Polish-Russian War"
 
 Row = dict[str, Any]
 
@@ -62,6 +70,8 @@ class DocumentGraph:
     entities: list[Row] = field(default_factory=list)
     mentions: dict[str, list[Row]] = field(default_factory=dict)
     relations: list[Row] = field(default_factory=list)
+    title_links: list[Row] = field(default_factory=list)  # chunk spans that may name a title entity
+    titles: list[Row] = field(default_factory=list)  # the entity the title names: {id, name, query}
 
     def counts(self) -> dict[str, int]:
         return {
@@ -147,7 +157,8 @@ def build_structure(
 
 
 def add_knowledge(*, graph: DocumentGraph, units: Sequence[Unit], extractions: Sequence[Extraction]) -> None:
-    """Entities, mentions and relations from each unit's extraction."""
+    """Entities, mentions and relations from each unit's extraction, the entity the title names,
+    and the chunk spans that may name other documents' titles."""
     doc_id = graph.document["id"]
     names: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     types: dict[str, str] = {}
@@ -179,6 +190,7 @@ def add_knowledge(*, graph: DocumentGraph, units: Sequence[Unit], extractions: S
             key = (source, target, predicate)
             if unit.id not in evidence[key]:
                 evidence[key].append(unit.id)
+    _title_mention(graph, units, mentions, names, types)
     for ent, surface in names.items():
         ranked = sorted(surface, key=lambda name: (-surface[name], name))
         graph.entities.append(
@@ -189,9 +201,92 @@ def add_knowledge(*, graph: DocumentGraph, units: Sequence[Unit], extractions: S
         {"source": s, "target": t, "predicate": p, "evidence": units_, "document_id": doc_id}
         for (s, t, p), units_ in evidence.items()
     ]
+    title_links(graph)
 
 
 def _sentence_index(extraction: Extraction) -> Callable[[int], int]:
     """A function from an offset to the index of the sentence that contains it."""
     starts = [start for start, _ in extraction.sentences]
     return lambda offset: max(0, bisect.bisect_right(starts, offset) - 1)
+
+
+def title_name(title: str, path: str) -> str:
+    """The name a document's title gives its subject: the title without a trailing parenthetical
+    ("Polish-Russian War (film)" -> "Polish-Russian War"). Empty when the title is no name: a file
+    name's stem with an underscore (a title taken from "report_2023.pdf"), a sentence (a final full
+    stop), more than ``TITLE_MAX_WORDS`` words, or no capital letter or digit."""
+    title = " ".join(title.split())
+    if not title or title.endswith(".") or ("_" in title and title == file_stem(path)):
+        return ""
+    name = _DISAMBIGUATION.sub("", title) or title
+    if len(name.split()) > TITLE_MAX_WORDS or not any(char.isupper() or char.isdigit() for char in name):
+        return ""
+    return name
+
+
+def _title_mention(
+    graph: DocumentGraph,
+    units: Sequence[Unit],
+    mentions: dict[str, list[Row]],
+    names: dict[str, dict[str, int]],
+    types: dict[str, str],
+) -> None:
+    """The document's first chunk mentions the entity its title names, in its first sentence (a
+    Wikipedia page, a report, a product sheet names its subject in the title). The title entity
+    is added even where the extractor tagged the same name: it is the page other passages link to
+    (``title_links``), whatever type the extractor gave the name here or there."""
+    title = graph.document.get("title") or ""
+    name = title_name(title, graph.document.get("path") or "")
+    first = next((unit for unit in units if unit.label == "Chunk"), None)
+    if not name or first is None:
+        return
+    ent = entity_id(entity_key(name, TITLE_LABEL))
+    start = first.text.find(name)
+    names[ent][name] += 2  # the name ranks above the full title, kept as an alias
+    if title != name:
+        names[ent][title] += 1
+    types.setdefault(ent, TITLE_LABEL)
+    graph.titles = [{"id": ent, "name": name, "query": _phrase(name)}]
+    mentions["Chunk"].append(
+        {
+            "unit": first.id,
+            "entity": ent,
+            "start": max(start, 0),
+            "end": start + len(name) if start >= 0 else 0,
+            "sentence": 0,
+        }
+    )
+
+
+def _phrase(name: str) -> str:
+    """A Lucene phrase query for the name (quotes and backslashes escaped)."""
+    return '"' + name.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def title_links(graph: DocumentGraph) -> None:
+    """Every span of the document's chunks that may name a title entity (``names.name_spans``), as a
+    mention row to that entity's id: the writer keeps the rows whose entity exists
+    (``cypher.TITLE_LINKS_CREATE``), so a passage naming "Charmed" mentions the page titled
+    "Charmed" even where the extractor tagged nothing there. One row per chunk and entity."""
+    links: list[Row] = []
+    for chunk in graph.chunks:
+        text = chunk["text"]
+        starts = chunk["sentence_starts"]
+        seen: set[str] = set()
+        for start, end in name_spans(text, TITLE_LINK_MAX_WORDS):
+            ent = entity_id(entity_key(text[start:end], TITLE_LABEL))
+            if ent in seen:
+                continue
+            seen.add(ent)
+            sentence = max(0, bisect.bisect_right(starts, start) - 1)
+            links.append(
+                {
+                    "unit": chunk["id"],
+                    "entity": ent,
+                    "start": start,
+                    "end": end,
+                    "sentence": sentence,
+                    "document_id": graph.document["id"],
+                }
+            )
+    graph.title_links = links

@@ -219,9 +219,12 @@ def answer_segments(
 def _node_labels(record: dict[str, Any]) -> dict[str, str]:
     """Readable names of the graph nodes an answer's paths go through, where the record knows them."""
     labels: dict[str, str] = {}
-    for name in record["retrieval"]["analysis"].get("entities") or []:
+    analysis = record["retrieval"]["analysis"]
+    for name in analysis.get("entities") or []:
         for node in question_entity_ids([name]):
             labels[node] = f"{name} (from the question)"
+    for linked in analysis.get("linked") or []:
+        labels[linked["id"]] = f"{linked['name']} (named in the question)"
     for seed in record["retrieval"]["seeds"] or []:
         labels[seed["id"]] = f"{seed.get('label', 'node')} {seed['id'][:8]} (seed)"
     for source in record["sources"]:

@@ -30,7 +30,9 @@ from apps.answers.tools import default_tools, retrieval_params
 from apps.answers.types import STAGES, AnswerError
 from apps.core.admission import Busy
 from apps.core.workers import consumers_forget
-from apps.ingest.services import default_extractor, upload_ingest
+from apps.ingest.extraction import entity_key
+from apps.ingest.graph_build import TITLE_LABEL, entity_id
+from apps.ingest.services import default_extractor, document_delete, upload_ingest
 from apps.ledger.models import ChangeEntry
 from apps.models.registry import generator
 from apps.observability.tracing import finished_spans, tracing_reset
@@ -78,7 +80,9 @@ def tools() -> RetrievalTools:
 
 
 def one_seed(settings: Settings) -> None:
+    """One dense seed and no lexical ones: what the expansion adds is then all that differs."""
     settings.ANSWER_K_CHUNKS = 1
+    settings.ANSWER_LEXICAL_K = 0
 
 
 def test_graph_expansion_reaches_the_second_hop_that_dense_retrieval_misses(
@@ -112,6 +116,41 @@ def test_expansion_never_leaves_the_allowed_collections(
     assert all("Gwendolyn" not in c.text for c in graph.candidates)
     both = retrieve(question=QUESTION, collections=["public", "private"], tools=tools, params=retrieval_params())
     assert "society.txt" in {c.document for c in both.candidates}
+
+
+FILM = "Blue Lantern Harbour (film)\n\nThe picture was shot in 1987 on the coast near Ålesund and won a prize in Oslo."
+FILM_DISTRACTORS = {
+    "harbours.txt": "Harbours along the coast of Norway were lit by lanterns before electric lights came.",
+    "lanterns.txt": "A blue lantern signals a harbour entrance to ships arriving at night in fog.",
+    "films.txt": "Many films of the 1980s were shot on location along the northern coasts.",
+}
+
+
+def test_a_title_the_question_names_links_and_its_words_seed_the_search(
+    empty_graph: Driver, tools: RetrievalTools, settings: Settings
+) -> None:
+    """The film's title is an entity its passage is about; the question's capitalised span links to it,
+    and the full-text index finds the passage by its rare words, where no spaCy name is needed."""
+    settings.ANSWER_K_CHUNKS = 1
+    ids = ingest(empty_graph, {"Blue Lantern Harbour (film).txt": FILM, **FILM_DISTRACTORS}, "films")
+    question = "In which year was Blue Lantern Harbour shot?"
+    graph = retrieve(question=question, collections=["films"], tools=tools, params=retrieval_params())
+    assert any(name == "Blue Lantern Harbour" for _, name in graph.analysis.linked)
+    film = next(c for c in graph.candidates if c.document == "Blue Lantern Harbour (film).txt")
+    assert graph.candidates[0] is film
+    assert film.lexical_score > 0 and any(seed.lexical > 0 for seed in graph.seeds.hits)
+    title = entity_id(entity_key("Blue Lantern Harbour", TITLE_LABEL))
+    assert title in {entity for entity, _ in graph.analysis.linked}  # the page's title entity
+    ablated = dataclasses.replace(retrieval_params(), lexical=dataclasses.replace(retrieval_params().lexical, k=0))
+    plain = retrieve(question=question, collections=["films"], tools=tools, params=ablated)
+    assert all(seed.lexical == 0 for seed in plain.seeds.hits)
+    assert retrieve(question=question, collections=["other"], tools=tools, params=retrieval_params()).candidates == []
+
+    document_delete(driver=empty_graph, document_id=ids["Blue Lantern Harbour (film).txt"])
+    after = retrieve(question=question, collections=["films"], tools=tools, params=retrieval_params())
+    assert after.analysis.linked == () and "Blue Lantern Harbour (film).txt" not in {
+        c.document for c in after.candidates
+    }
 
 
 def ask_moss(tools: RetrievalTools, *, generate: bool) -> dict[str, Any]:

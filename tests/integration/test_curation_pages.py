@@ -387,3 +387,20 @@ def test_every_action_needs_the_csrf_token(corpus: dict[str, str], empty_graph: 
         f"/curation/entities/{babbage}/rename/", {"name": "Charles Babbage FRS", "csrfmiddlewaretoken": token}
     )
     assert response.status_code == 302 and logged_since(3) == [("entity.renamed", babbage, "user:cora")]
+
+
+def test_the_entity_page_shows_each_relation_s_sentence_and_keeps_co_occurrences_apart(
+    corpus: dict[str, str], empty_graph: Driver, curator: Client
+) -> None:
+    babbage = entity_ids(empty_graph)["Charles Babbage"]
+    page = curator.get(f"/curation/entities/{babbage}/").content.decode()
+    extracted, _, co_occurring = page.partition("<h2>Co-occurs with</h2>")
+    assert "<h2>Relations</h2>" in extracted
+    assert "<q>Charles Babbage designed the Analytical Engine.</q>" in page  # the sentence both are named in
+    records, _, _ = empty_graph.execute_query(
+        "MATCH (:Entity {id: $id})-[r:RELATED]-() RETURN r.predicate AS p", id=babbage
+    )
+    predicates = {record["p"] for record in records}
+    assert "co_occurs_with" in predicates
+    assert "co_occurs_with" not in extracted and "<td><a href=" in co_occurring
+    assert "Grace Hopper" not in page  # evidence from an unreadable collection stays out

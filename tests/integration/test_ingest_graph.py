@@ -467,3 +467,31 @@ def test_with_a_clip_model_images_also_get_clip_vectors(empty_graph: Driver, med
     assert document_delete(driver=empty_graph, document_id=outcome.document_id)
     [hits] = vectors_search(space="clip", queries=clip.embed_texts(["an orange square"]), k=5)
     assert hits == []
+
+
+def _title_linkers(driver: Driver, name: str) -> set[str]:
+    rows = query(
+        driver,
+        "MATCH (c:Chunk)-[m:MENTIONS]->(e:Entity {type: 'TITLE', name: $name})"
+        " RETURN c.document_id AS d, m.linked AS l",
+        name=name,
+    )
+    return {row["d"] for row in rows if row["l"]}
+
+
+def test_passages_that_name_a_title_mention_its_entity_whichever_comes_first(empty_graph: Driver) -> None:
+    from apps.ingest.services import document_delete
+
+    [before] = ingest(empty_graph, "fuller.txt", b"Drew Fuller\n\nDrew Fuller starred in Charmed for two seasons.")
+    [page] = ingest(empty_graph, "charmed.txt", b"Charmed\n\nCharmed is a television series about three sisters.")
+    [after] = ingest(empty_graph, "combs.txt", b"Holly Marie Combs\n\nCombs also starred in Charmed, as Piper.")
+    title = entity(empty_graph, "Charmed")
+    assert title is not None and title["type"] == "TITLE"
+    assert _title_linkers(empty_graph, "Charmed") == {before.document_id, after.document_id}
+    assert set(title["documents"]) == {before.document_id, page.document_id, after.document_id}
+
+    assert document_delete(driver=empty_graph, document_id=before.document_id)
+    assert _title_linkers(empty_graph, "Charmed") == {after.document_id}
+    assert document_delete(driver=empty_graph, document_id=after.document_id)
+    assert document_delete(driver=empty_graph, document_id=page.document_id)
+    assert entity(empty_graph, "Charmed") is None  # nothing names it any more

@@ -618,3 +618,18 @@ def test_listing_pages() -> None:
     assert (page.num_pages, page.has_previous, page.has_next, page.has_other_pages) == (3, True, True, True)
     assert Listing(rows=[], total=0, number=1).num_pages == 1
     assert [page_number(v) for v in (None, "", "3", "-1", "x", 4)] == [1, 1, 3, 1, 1, 4]
+
+
+def test_relation_evidence_is_the_sentence_both_ends_are_named_in() -> None:
+    from apps.curation.pages import EVIDENCE_CHARS, relation_evidence
+
+    text = "Ada met Charles.  Charles built  the engine. Later."
+    assert relation_evidence({"evidence_text": text, "evidence_start": 18, "evidence_end": 44}) == (
+        "Charles built the engine."
+    )
+    assert relation_evidence({"evidence_text": "a row: x; y", "evidence_start": None, "evidence_end": None}) == (
+        "a row: x; y"
+    )  # a table row has no sentences: its whole text
+    assert relation_evidence({"evidence_text": None}) == ""
+    long = relation_evidence({"evidence_text": "word " * 200})
+    assert len(long) == EVIDENCE_CHARS and long.endswith("…")
