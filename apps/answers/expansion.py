@@ -114,7 +114,11 @@ def _noisy_or(scores: Iterable[float]) -> float:
 def _seed_candidates(seeds: Sequence[Seed]) -> dict[str, Candidate]:
     return {
         seed.node_id: Candidate(
-            seed.node_id, seed.label, seed_score=seed.score, paths=[GraphPath((seed.node_id,), (), seed.score)]
+            seed.node_id,
+            seed.label,
+            seed_score=seed.score,
+            lexical_score=seed.lexical,
+            paths=[GraphPath((seed.node_id,), (), seed.score)],
         )
         for seed in seeds
     }
@@ -163,7 +167,8 @@ def graph_expand(
     one starts at the best seed's score times its link score. Paths only start at, cross RELATED
     edges supported by, and end at units of ``collections``."""
     start_score = max((seed.score for seed in seeds), default=1.0)
-    entities = [{"id": eid, "score": start_score * weight} for eid, weight in entity_starts]
+    starts = {eid: start_score * weight for eid, weight in entity_starts}
+    entities = [{"id": eid, "score": score} for eid, score in starts.items()]
     started = time.perf_counter()
     rows = graph_read(
         driver,
@@ -181,6 +186,5 @@ def graph_expand(
     candidates = expand_rows(rows, seeds, params)
     if params.scoring == "ppr":
         found = {row["entity"] for row in rows if row["start"] is None and row["entity"] is not None}
-        weights = {eid: start_score * weight for eid, weight in entity_starts}
-        _apply_ppr(candidates, seeds, {eid: weights.get(eid, start_score) for eid in found}, params.ppr_damping)
+        _apply_ppr(candidates, seeds, {eid: starts.get(eid, start_score) for eid in found}, params.ppr_damping)
     return Expansion(candidates, len(rows), cypher_ms, len({row["entity"] for row in rows if row["entity"]}))

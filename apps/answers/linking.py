@@ -14,21 +14,20 @@ relative to the best linked one.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from neo4j import Driver
 
+from apps.answers.expansion import NAME_GROUPS, specificity
 from apps.graph import cypher
 from apps.graph.driver import graph_read
 from apps.ingest.extraction import entity_key, normalise_entity_name
 from apps.ingest.graph_build import TITLE_LABEL, entity_id
 from apps.ingest.names import name_spans
 
-# One label per entity group a question's name is looked up in (a question's NER label is often
-# not the one the passage got: "Paris" may be a GPE in one and a PERSON in the other).
-LINK_LABELS = ("PERSON", "GPE", "ORG", "NORP", "WORK_OF_ART", "EVENT", "LAW", "LANGUAGE", TITLE_LABEL)
+# The entity groups a question's name is looked up in: the expansion's name groups and titles.
+LINK_LABELS = (*NAME_GROUPS, TITLE_LABEL)
 
 
 @dataclass(frozen=True)
@@ -61,10 +60,6 @@ def _candidates(question: str, names: Sequence[str], params: LinkParams) -> dict
             found.setdefault(normalise_entity_name(question[start:end]), (start, end, question[start:end]))
     found.pop("", None)
     return found
-
-
-def specificity(degree: int) -> float:
-    return 1.0 / math.log2(1 + max(1, degree))
 
 
 def _inside_another(norm: str, spans: dict[str, tuple[int, int, str]], matched: set[str]) -> bool:

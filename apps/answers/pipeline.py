@@ -133,10 +133,6 @@ def _expand(
             )
             found = expansion.candidates
             stats = {"rows": expansion.rows, "cypher_ms": round(expansion.cypher_ms, 3), "entities": expansion.entities}
-        lexical = {seed.node_id: seed.lexical for seed in seeds.hits if seed.lexical}
-        for node_id, score in lexical.items():
-            if node_id in found:
-                found[node_id].lexical_score = score
         started = time.perf_counter()
         shortlisted = units_fetch(
             driver=tools.driver,

@@ -403,7 +403,6 @@ RETURN i, vids ORDER BY i
 # A NEXT row has a null entity and null labels and sentences. Lists instead of a row per path: the
 # driver decodes a few dozen records instead of several hundred.
 
-
 ANSWER_EXPAND = """
 CALL () {
   UNWIND $seeds AS seed
@@ -633,9 +632,9 @@ ORDER BY d.collection, d.path, coalesce(u.ord, u.idx, 0), u.id
 LIMIT $limit
 """
 
-# The entity's relations both ways, with at least one supporting document the reader can read.
-# The entity's relations (extracted ones before co-occurrences), each with one sentence of its
-# evidence where both ends are mentioned (the units in $collections only).
+# The entity's relations both ways, with at least one supporting document the reader can read
+# (extracted ones before co-occurrences), each with one sentence of its evidence where both ends
+# are mentioned (the units in $collections only).
 CURATION_ENTITY_RELATIONS = """
 MATCH (e:Entity {id: $id})-[r:RELATED]-(other:Entity)
 WHERE $collections IS NULL

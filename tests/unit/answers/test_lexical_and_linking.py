@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from apps.answers import lexical, linking
+from apps.answers.expansion import specificity
 from apps.answers.lexical import LexicalParams, lexical_query, seeds_fuse
 from apps.answers.linking import LinkParams, entities_link
 from apps.answers.scope import EVERY_COLLECTION
@@ -138,7 +139,7 @@ def test_the_longest_matching_span_links_and_rare_names_link_strongest(monkeypat
         params=LinkParams(),
     )
     assert [entity.name for entity in linked] == ["Xawery Żuławski", "War"]
-    assert linked[1].score == pytest.approx(linking.specificity(40) / linking.specificity(3))
+    assert linked[1].score == pytest.approx(specificity(40) / specificity(3))
 
 
 def test_a_name_tagged_differently_in_the_question_still_links(monkeypatch: pytest.MonkeyPatch) -> None:
