@@ -485,8 +485,10 @@ def test_passages_that_name_a_title_mention_its_entity_whichever_comes_first(emp
     [before] = ingest(empty_graph, "fuller.txt", b"Drew Fuller\n\nDrew Fuller starred in Charmed for two seasons.")
     [page] = ingest(empty_graph, "charmed.txt", b"Charmed\n\nCharmed is a television series about three sisters.")
     [after] = ingest(empty_graph, "combs.txt", b"Holly Marie Combs\n\nCombs also starred in Charmed, as Piper.")
-    title = entity(empty_graph, "Charmed")
-    assert title is not None and title["type"] == "TITLE"
+    # spaCy may also tag "Charmed" (as a place, say): that is its own entity; the title entity is the TITLE one
+    [title] = [
+        row["e"] for row in query(empty_graph, "MATCH (e:Entity {type: 'TITLE', name: 'Charmed'}) RETURN e {.*} AS e")
+    ]
     assert _title_linkers(empty_graph, "Charmed") == {before.document_id, after.document_id}
     assert set(title["documents"]) == {before.document_id, page.document_id, after.document_id}
 
