@@ -59,6 +59,27 @@ def _without_spans(params: RetrievalParams) -> RetrievalParams:
     return dataclasses.replace(params, linking=dataclasses.replace(params.linking, spans=False))
 
 
+NEVER = 2.0  # a cosine threshold no pair reaches
+
+
+def _without_synonyms(params: RetrievalParams) -> RetrievalParams:
+    return dataclasses.replace(params, expansion=dataclasses.replace(params.expansion, synonym_min_score=NEVER))
+
+
+def _without_embedding_links(params: RetrievalParams) -> RetrievalParams:
+    return dataclasses.replace(params, linking=dataclasses.replace(params.linking, embedding_min_score=NEVER))
+
+
+def _synonyms_from(score: float) -> Callable[[RetrievalParams], RetrievalParams]:
+    return lambda params: dataclasses.replace(
+        params, expansion=dataclasses.replace(params.expansion, synonym_min_score=score)
+    )
+
+
+def _before(params: RetrievalParams) -> RetrievalParams:
+    return _without_embedding_links(_without_synonyms(_without_titles(_without_spans(_without_lexical(params)))))
+
+
 # Each graph variant is the configured graph mode with one part changed (an ablation is one flag);
 # "graph-before" turns every part this benchmark ablates off at once.
 VARIANTS: dict[str, Callable[[RetrievalParams], RetrievalParams]] = {
@@ -66,7 +87,11 @@ VARIANTS: dict[str, Callable[[RetrievalParams], RetrievalParams]] = {
     "graph-no-lexical": _without_lexical,
     "graph-no-spans": _without_spans,
     "graph-no-titles": _without_titles,
-    "graph-before": lambda params: _without_titles(_without_spans(_without_lexical(params))),
+    "graph-no-synonyms": _without_synonyms,
+    "graph-synonyms-0.85": _synonyms_from(0.85),
+    "graph-synonyms-0.95": _synonyms_from(0.95),
+    "graph-no-embedding-links": _without_embedding_links,
+    "graph-before": _before,
     "graph-ppr": lambda params: dataclasses.replace(
         params, expansion=dataclasses.replace(params.expansion, scoring="ppr")
     ),

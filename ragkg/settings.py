@@ -327,6 +327,10 @@ INGEST_NER_PROCESSES = env_int("INGEST_NER_PROCESSES", min(2, os.cpu_count() or 
 # Write batch k to Neo4j in a thread while batch k+1 is embedded (off: one after the other). On 2 cores
 # both take the same time (the CPU is the limit); with more cores or a GPU encoder the write is hidden.
 INGEST_OVERLAP_GRAPH_WRITES = env_bool("INGEST_OVERLAP_GRAPH_WRITES", True)
+# Synonym edges: each new entity's name is embedded and linked to its K nearest names in the graph
+# scoring at least MIN_SCORE (cosine), as scored suggestions curators review (0: no name vectors, no edges).
+GRAPH_SYNONYM_K = env_int("GRAPH_SYNONYM_K", 5, minimum=0)
+GRAPH_SYNONYM_MIN_SCORE = env_float("GRAPH_SYNONYM_MIN_SCORE", 0.8, minimum=0.0)
 # A job whose worker died is retried this many times in all, then marked failed.
 INGEST_JOB_MAX_ATTEMPTS = env_int("INGEST_JOB_MAX_ATTEMPTS", 3, minimum=1)
 DEFAULT_COLLECTION = env_str("RAGKG_DEFAULT_COLLECTION", "default")
@@ -384,6 +388,9 @@ ANSWER_LEXICAL_WEIGHT = env_float("ANSWER_LEXICAL_WEIGHT", 0.1, minimum=0.0)
 # LINK_MAX_WORDS words are looked up as entity names (LINK_SPANS=0: spaCy's names only).
 ANSWER_LINK_SPANS = env_bool("ANSWER_LINK_SPANS", True)
 ANSWER_LINK_MAX_WORDS = env_int("ANSWER_LINK_MAX_WORDS", 6, minimum=1)
+# A name that matches no entity exactly links to the entities whose names' embeddings are at least
+# this close (cosine; above 1: exact matches only).
+ANSWER_LINK_EMBEDDING_MIN_SCORE = env_float("ANSWER_LINK_EMBEDDING_MIN_SCORE", 0.9, minimum=0.0)
 # Graph expansion: paths of at most this many hops (1-3), at most FANOUT entities per unit and
 # units per entity, RELATED_FANOUT neighbours per entity; entities mentioned more than
 # MAX_DEGREE times are not crossed; each hop multiplies a path's score by DECAY.
@@ -407,6 +414,8 @@ ANSWER_BRIDGE_POSITION = env_int("ANSWER_BRIDGE_POSITION", 2, minimum=0)
 ANSWER_BRIDGE_PATH_WEIGHT = env_float("ANSWER_BRIDGE_PATH_WEIGHT", 2.0, minimum=0.0)
 # Paths ending in a unit that names the entity only after its first sentence count this much.
 ANSWER_BODY_MENTION_WEIGHT = env_float("ANSWER_BODY_MENTION_WEIGHT", 0.3, minimum=0.0)
+# The expansion crosses SYNONYM edges (GRAPH_SYNONYM_*) scoring at least this (above 1: none).
+ANSWER_SYNONYM_MIN_SCORE = env_float("ANSWER_SYNONYM_MIN_SCORE", 0.9, minimum=0.0)
 # Selection: candidates closer than this cosine to a kept one are duplicates; K from entropy.
 ANSWER_DUPLICATE_COSINE = env_float("ANSWER_DUPLICATE_COSINE", 0.95, minimum=0.0)
 ANSWER_K_MIN = env_int("ANSWER_K_MIN", 3, minimum=1)

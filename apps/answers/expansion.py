@@ -1,18 +1,19 @@
 """Stage 3, multi-hop expansion: from the seeds and the question's entities through the graph.
 
 One Cypher round trip (``cypher.ANSWER_EXPAND``) returns every path, grouped by start and entity: seed unit -MENTIONS->
-entity [-RELATED- entity] <-MENTIONS- unit (2 or 3 hops), question entity [-RELATED- entity]
-<-MENTIONS- unit (1 or 2 hops) and seed chunk -NEXT- chunk (1 hop). A path scores
+entity [-RELATED|SYNONYM- entity] <-MENTIONS- unit (2 or 3 hops), question entity [-RELATED|SYNONYM-
+entity] <-MENTIONS- unit (1 or 2 hops) and seed chunk -NEXT- chunk (1 hop). A path scores
 
     start score x specificity of each entity crossed x RELATED strength x decay ** hops
 
 where an entity's specificity is ``1 / log2(1 + mentions)`` (a name mentioned once links
-strongly, a common one weakly) and a RELATED edge with ``w`` pieces of evidence counts
-``w / (w + 1)``. A unit's graph score combines its paths as a noisy-or, so several
-independent paths count more than one; a seed's own similarity is its zero-hop path, and the
-support score is the noisy-or of the other paths (what the graph adds to the similarity). With
-``scoring="ppr"`` the graph score is instead a personalized PageRank over the retrieved
-subgraph, restarted at the seeds in proportion to their similarity.
+strongly, a common one weakly), a RELATED edge with ``w`` pieces of evidence counts
+``w / (w + 1)`` and a SYNONYM edge (two names whose embeddings are close) its score. A unit's
+graph score combines its paths as a noisy-or, so several independent paths count more than one;
+a seed's own similarity is its zero-hop path, and the support score is the noisy-or of the other
+paths (what the graph adds to the similarity). With ``scoring="ppr"`` the graph score is instead
+a personalized PageRank over the retrieved subgraph, restarted at the seeds in proportion to
+their similarity.
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ class ExpansionParams:
     ppr_damping: float = 0.5
     skip_types: tuple[str, ...] = ()
     body_weight: float = 0.5  # a unit naming the entity only after its first sentence is less about it
+    synonym_min_score: float = 0.9  # SYNONYM edges scoring below this are not crossed (above 1: none are)
 
 
 @dataclass
@@ -82,7 +84,8 @@ def _group_shape(row: dict[str, Any]) -> tuple[tuple[str, ...], tuple[str, ...]]
     if row["entity"] is None:  # seed chunk -NEXT- chunk
         return (row["start"],), ("NEXT",)
     nodes: tuple[str, ...] = (row["entity"],) if row["related"] is None else (row["entity"], row["related"])
-    relationships: tuple[str, ...] = ("MENTIONS",) if row["related"] is None else ("RELATED", "MENTIONS")
+    step = row.get("step") or "RELATED"
+    relationships: tuple[str, ...] = ("MENTIONS",) if row["related"] is None else (step, "MENTIONS")
     if row["start"] is not None:
         nodes, relationships = (row["start"], *nodes), ("MENTIONS", *relationships)
     return nodes, relationships
@@ -181,6 +184,7 @@ def graph_expand(
         max_entities=params.max_entities,
         max_degree=params.max_degree,
         skip_types=list(params.skip_types),
+        synonym_min_score=params.synonym_min_score,
     )
     cypher_ms = (time.perf_counter() - started) * 1000
     candidates = expand_rows(rows, seeds, params)

@@ -1,4 +1,4 @@
-"""Entity linking: the graph entities a question names, found by exact and alias match of its spans.
+"""Entity linking: the graph entities a question names, by exact match of its names, else by embedding.
 
 Two sources of names: spaCy's entities in the question (``analysis.question_entities``) and every
 span of up to ``max_words`` words that starts and ends with a capitalised word or a number
@@ -7,15 +7,19 @@ is normalised as entity keys are (``extraction.normalise_entity_name``: "The Bea
 "beatles") and looked up under each entity group, the ``title`` group included (a document's
 title names an entity its passages are about, ``graph_build.title_name``), so a name tagged
 PERSON in the question still finds the ORG of the same name. Where one matched span lies inside
-a longer matched one ("Russian" inside "Polish-Russian War"), only the longer one links. An
-entity's link score is its specificity (``1 / log2(1 + mentions)``, as in the expansion)
-relative to the best linked one.
+a longer matched one ("Russian" inside "Polish-Russian War"), only the longer one links. A name
+that matched nothing exactly (overlapping no matched one, and inside no longer such name) is embedded and linked to the
+entities whose names' embeddings are nearest (``entity_name_vectors``; cosine at least
+``embedding_min_score``): "the Beatles' drummer Ringo" finds "Ringo Starr" no exact key holds.
+An entity's link score is its specificity (``1 / log2(1 + mentions)``, as in the expansion)
+relative to the best linked one, times the cosine for an embedding match.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from neo4j import Driver
 
@@ -25,6 +29,9 @@ from apps.graph.driver import graph_read
 from apps.ingest.extraction import entity_key, normalise_entity_name
 from apps.ingest.graph_build import TITLE_LABEL, entity_id
 from apps.ingest.names import name_spans
+from apps.models.interfaces import Vectors
+
+Embed = Callable[[Sequence[str]], Vectors]
 
 # The entity groups a question's name is looked up in: the expansion's name groups and titles.
 LINK_LABELS = (*NAME_GROUPS, TITLE_LABEL)
@@ -36,6 +43,8 @@ class LinkParams:
     max_words: int = 6
     max_degree: int = 500  # an entity more units mention than this links to nothing
     labels: tuple[str, ...] = LINK_LABELS  # the entity groups names are looked up in
+    embedding_min_score: float = 0.9  # an unmatched name links to entities this close (above 1: never)
+    embedding_k: int = 2  # nearest entity names asked for per unmatched name
 
 
 @dataclass(frozen=True)
@@ -45,6 +54,7 @@ class LinkedEntity:
     span: str
     degree: int
     score: float
+    match: str = "exact"  # or "embedding"
 
 
 def _candidates(question: str, names: Sequence[str], params: LinkParams) -> dict[str, tuple[int, int, str]]:
@@ -69,8 +79,29 @@ def _inside_another(norm: str, spans: dict[str, tuple[int, int, str]], matched: 
     )
 
 
-def entities_link(*, driver: Driver, question: str, names: Sequence[str], params: LinkParams) -> list[LinkedEntity]:
-    """The graph entities the question names, best linked first."""
+def _overlaps(norm: str, spans: dict[str, tuple[int, int, str]], matched: set[str]) -> bool:
+    start, end, _ = spans[norm]
+    return any(spans[other][0] < end and start < spans[other][1] for other in matched)
+
+
+def _nearest(
+    driver: Driver, spans: dict[str, tuple[int, int, str]], unmatched: list[str], embed: Embed, params: LinkParams
+) -> list[dict[str, Any]]:
+    vectors = embed([spans[norm][2] for norm in unmatched])
+    rows = [
+        {"span": norm, "vector": [float(x) for x in vector]} for norm, vector in zip(unmatched, vectors, strict=True)
+    ]
+    found = graph_read(
+        driver, cypher.ANSWER_ENTITY_NEAREST, rows=rows, k=params.embedding_k, min_score=params.embedding_min_score
+    )
+    return [row for row in found if row["degree"] <= params.max_degree]
+
+
+def entities_link(
+    *, driver: Driver, question: str, names: Sequence[str], params: LinkParams, embed: Embed | None = None
+) -> list[LinkedEntity]:
+    """The graph entities the question names, best linked first (``embed``: the text encoder's
+    document embedding, for the names no entity matches exactly; None: exact matches only)."""
     spans = _candidates(question, names, params)
     candidates = [{"id": entity_id(entity_key(norm, label)), "span": norm} for norm in spans for label in params.labels]
     if not candidates:
@@ -78,12 +109,18 @@ def entities_link(*, driver: Driver, question: str, names: Sequence[str], params
     rows = graph_read(driver, cypher.ANSWER_ENTITY_LINK, candidates=candidates)
     rows = [row for row in rows if row["degree"] <= params.max_degree]
     matched = {row["span"] for row in rows}
-    kept = [row for row in rows if not _inside_another(row["span"], spans, matched)]
+    kept = [{**row, "score": 1.0, "match": "exact"} for row in rows if not _inside_another(row["span"], spans, matched)]
+    # The longest names that overlap no match: "Polish Russian War", not also "Polish" and "War".
+    free = {norm for norm in spans if norm not in matched and not _overlaps(norm, spans, matched)}
+    unmatched = [norm for norm in spans if norm in free and not _inside_another(norm, spans, free)]
+    if embed is not None and unmatched and params.embedding_min_score <= 1.0:
+        kept += [{**row, "match": "embedding"} for row in _nearest(driver, spans, unmatched, embed, params)]
     best = max((specificity(row["degree"]) for row in kept), default=1.0)
-    linked = {
-        row["id"]: LinkedEntity(
-            row["id"], row["name"], spans[row["span"]][2], row["degree"], specificity(row["degree"]) / best
-        )
-        for row in kept
-    }
+    linked: dict[str, LinkedEntity] = {}
+    for row in kept:
+        score = specificity(row["degree"]) / best * float(row["score"])
+        if row["id"] not in linked or score > linked[row["id"]].score:
+            linked[row["id"]] = LinkedEntity(
+                row["id"], row["name"], spans[row["span"]][2], row["degree"], score, row["match"]
+            )
     return sorted(linked.values(), key=lambda entity: (-entity.score, entity.entity_id))

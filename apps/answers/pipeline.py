@@ -153,7 +153,9 @@ def _link(
     if params.mode != "graph":
         return []
     started = time.perf_counter()
-    linked = entities_link(driver=tools.driver, question=question, names=names, params=params.linking)
+    linked = entities_link(
+        driver=tools.driver, question=question, names=names, params=params.linking, embed=tools.text.embed_documents
+    )
     clock.timings_ms["analysis"] += round((time.perf_counter() - started) * 1000, 3)
     return linked
 

@@ -43,6 +43,7 @@ def retrieval_params(*, mode: str = "graph") -> RetrievalParams:
             scoring=settings.ANSWER_SCORING,
             ppr_damping=settings.ANSWER_PPR_DAMPING,
             body_weight=settings.ANSWER_BODY_MENTION_WEIGHT,
+            synonym_min_score=settings.ANSWER_SYNONYM_MIN_SCORE,
         ),
         selection=SelectionParams(
             k_min=settings.ANSWER_K_MIN,
@@ -62,6 +63,7 @@ def retrieval_params(*, mode: str = "graph") -> RetrievalParams:
         linking=LinkParams(
             spans=settings.ANSWER_LINK_SPANS,
             max_words=settings.ANSWER_LINK_MAX_WORDS,
+            embedding_min_score=settings.ANSWER_LINK_EMBEDDING_MIN_SCORE,
             max_degree=settings.ANSWER_MAX_DEGREE,
         ),
         mode=mode,

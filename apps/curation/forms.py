@@ -58,6 +58,14 @@ class PairMergeForm(forms.Form):
     second = forms.CharField(max_length=ID_LENGTH)
 
 
+class SynonymReviewForm(forms.Form):
+    """A synonym edge between two entities, confirmed or rejected."""
+
+    source = forms.CharField(max_length=ID_LENGTH)
+    target = forms.CharField(max_length=ID_LENGTH)
+    decision = forms.ChoiceField(choices=[("confirm", "confirm"), ("reject", "reject")])
+
+
 class SplitForm(forms.Form):
     name = forms.CharField(max_length=MAX_NAME, label="Name of the new entity")
     documents = forms.MultipleChoiceField(

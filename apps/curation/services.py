@@ -19,8 +19,15 @@ from neo4j import Driver
 
 from apps.graph import cypher
 from apps.ingest.graph_build import content_id
-from apps.ledger.content import Content, entity_content, relation_content, relation_subject
-from apps.ledger.graph import entity_contents, graph_changes_apply, relation_contents
+from apps.ledger.content import (
+    Content,
+    entity_content,
+    relation_content,
+    relation_subject,
+    synonym_content,
+    synonym_subject,
+)
+from apps.ledger.graph import entity_contents, graph_changes_apply, relation_contents, synonym_contents
 from apps.ledger.models import GraphChange
 from apps.ledger.services import Change, entries_append, subjects_latest
 
@@ -141,6 +148,25 @@ def relation_review(*, driver: Driver, source: str, predicate: str, target: str,
     action = "relation.approved" if approve else "relation.rejected"
     return _commit(
         driver=driver, actor=actor, change=Change(action, "Relation", subject, before, after, operation=operation)
+    )
+
+
+def synonym_review(*, driver: Driver, source: str, target: str, confirm: bool, actor: str) -> Curated:
+    """Confirm a synonym edge (the two stay apart, and answers keep crossing the edge) or reject it
+    (answers no longer cross it, and ingestion does not suggest it again)."""
+    source, target = sorted((source, target))
+    before = synonym_contents(driver=driver, pairs=[(source, target)]).get((source, target))
+    if before is None:
+        raise CurationError(f"there is no synonym edge between {source!r} and {target!r}")
+    status = "confirmed" if confirm else "rejected"
+    if before["status"] == status:
+        raise CurationError(f"the synonym edge is already {status}")
+    after = synonym_content(source=source, target=target, status=status)
+    operation = _operation("SYNONYM_STATUS_SET", source=source, target=target, status=status)
+    action = "synonym.confirmed" if confirm else "synonym.rejected"
+    subject = synonym_subject(source=source, target=target)
+    return _commit(
+        driver=driver, actor=actor, change=Change(action, "Synonym", subject, before, after, operation=operation)
     )
 
 

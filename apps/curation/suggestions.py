@@ -1,4 +1,5 @@
-"""Merge suggestions: pairs of entities of the same type whose names look like one thing.
+"""Merge suggestions: pairs of entities of the same type whose names look like one thing; and the
+synonym edges ingestion stored (``apps.ingest.synonyms``), to confirm, reject or merge.
 
 Bounded by construction: the candidates are the ``CANDIDATES`` most mentioned entities the
 curator can read, pairs are only formed within a type group (spaCy's GPE and LOC are both
@@ -26,7 +27,7 @@ from django.core.exceptions import ImproperlyConfigured
 from neo4j import Driver
 
 from apps.graph import cypher
-from apps.ingest.extraction import entity_key, normalise_entity_name
+from apps.ingest.extraction import entity_group, normalise_entity_name
 from apps.models.interfaces import Vectors
 
 logger = logging.getLogger(__name__)
@@ -61,11 +62,6 @@ class Suggestion:
     tokens: float  # share of the shorter name's words found in the other
     alias: bool  # a name or alias of one is a name or alias of the other
     embedding: float | None  # cosine of the names' embeddings (None: no embedder)
-
-
-def type_group(label: str) -> str:
-    """The group a type belongs to for identity (``GPE`` and ``LOC`` are both ``place``)."""
-    return entity_key("x", label).partition(":")[0]
 
 
 def normalised(name: str) -> str:
@@ -129,7 +125,7 @@ def rank_pairs(
     forms = {candidate.id: names_of(candidate) for candidate in candidates}
     groups: dict[str, list[int]] = defaultdict(list)
     for index, candidate in enumerate(candidates):
-        groups[type_group(candidate.type)].append(index)
+        groups[entity_group(candidate.type)].append(index)
     found = []
     for members in groups.values():
         for i, j in combinations(members, 2):
@@ -194,3 +190,50 @@ def merge_suggestions(
     *, driver: Driver, collections: Sequence[str] | None, embed: Embed | None, limit: int = PAIRS
 ) -> list[Suggestion]:
     return rank_pairs(candidates_read(driver=driver, collections=collections), embed=embed, limit=limit)
+
+
+SYNONYM_STATUSES = ("suggested", "confirmed", "rejected")
+
+
+@dataclass(frozen=True)
+class SynonymEdge:
+    """A stored synonym edge between two readable entities (``mentions``: readable ones)."""
+
+    source: Candidate
+    target: Candidate
+    score: float
+    status: str
+
+
+def synonym_edges(
+    *, driver: Driver, collections: Sequence[str] | None, status: str = "suggested", limit: int = PAIRS
+) -> list[SynonymEdge]:
+    """The ``limit`` best scored synonym edges of ``status`` whose entities the reader can both read."""
+    records, _, _ = driver.execute_query(
+        cypher.CURATION_SYNONYMS,
+        database_=settings.NEO4J_DATABASE,
+        statuses=[status],
+        collections=None if collections is None else list(collections),
+        limit=limit,
+    )
+    return [
+        SynonymEdge(
+            source=Candidate(
+                str(r["source"]),
+                str(r["source_name"] or ""),
+                str(r["source_type"] or ""),
+                (),
+                int(r["source_mentions"]),
+            ),
+            target=Candidate(
+                str(r["target"]),
+                str(r["target_name"] or ""),
+                str(r["target_type"] or ""),
+                (),
+                int(r["target_mentions"]),
+            ),
+            score=float(r["score"]),
+            status=str(r["status"]),
+        )
+        for r in records
+    ]

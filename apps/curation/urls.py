@@ -9,6 +9,7 @@ urlpatterns = [
     path("curation/entities/", views.entities, name="entities"),
     path("curation/entities/suggestions/", views.suggestions, name="suggestions"),
     path("curation/entities/suggestions/merge/", views.suggestion_merge, name="suggestion-merge"),
+    path("curation/entities/synonyms/review/", views.synonym_review, name="synonym-review"),
     path("curation/entities/<str:entity_id>/", views.entity_detail, name="entity"),
     path("curation/entities/<str:entity_id>/rename/", views.entity_rename, name="entity-rename"),
     path("curation/entities/<str:entity_id>/alias/", views.entity_alias, name="entity-alias"),

@@ -38,11 +38,12 @@ from apps.curation.forms import (
     RelationForm,
     RenameForm,
     SplitForm,
+    SynonymReviewForm,
     UploadForm,
     errors_text,
 )
 from apps.curation.services import Curated, CurationError
-from apps.curation.suggestions import merge_suggestions, name_embedder
+from apps.curation.suggestions import SYNONYM_STATUSES, merge_suggestions, name_embedder, synonym_edges
 from apps.graph.driver import get_driver
 from apps.ingest.services import document_delete
 from apps.ingest.uploads import UploadLimits
@@ -299,10 +300,16 @@ def suggestions(request: HtmxHttpRequest) -> HttpResponse:
     for the embedding ranking (``?embeddings=1``) right after it shows (htmx; a link without it)."""
     started = time.perf_counter()
     embedder = name_embedder(load=request.GET.get("embeddings") == "1")
-    pairs = merge_suggestions(driver=get_driver(), collections=readable_collections(request.user), embed=embedder.embed)
+    collections = readable_collections(request.user)
+    pairs = merge_suggestions(driver=get_driver(), collections=collections, embed=embedder.embed)
     context = {"pairs": pairs, "embedder": embedder.state, "seconds": time.perf_counter() - started}
-    template = "curation/suggestions.html#results" if request.htmx else "curation/suggestions.html"
-    return render(request, template, context)
+    if request.htmx:
+        return render(request, "curation/suggestions.html#results", context)
+    status = request.GET.get("synonyms", "suggested")
+    status = status if status in SYNONYM_STATUSES else "suggested"
+    synonyms = synonym_edges(driver=get_driver(), collections=collections, status=status)
+    context |= {"synonyms": synonyms, "synonym_status": status, "synonym_statuses": SYNONYM_STATUSES}
+    return render(request, "curation/suggestions.html", context)
 
 
 @role_required(CURATOR)
@@ -317,6 +324,30 @@ def suggestion_merge(request: HttpRequest) -> HttpResponse:
         ),
         "Merged the pair (the entity with more mentions stays).",
         guard=lambda data: _guard_entities(request, data["first"], data["second"]),
+    )
+    return redirect("curation:suggestions")
+
+
+@role_required(CURATOR)
+@require_POST
+@graph_required
+def synonym_review(request: HttpRequest) -> HttpResponse:
+    _post_action(
+        request,
+        SynonymReviewForm(request.POST),
+        lambda data: services.synonym_review(
+            driver=get_driver(),
+            source=data["source"],
+            target=data["target"],
+            confirm=data["decision"] == "confirm",
+            actor=_actor(request),
+        ),
+        lambda data: (
+            "Confirmed: the two stay apart, linked as synonyms."
+            if data["decision"] == "confirm"
+            else "Rejected: answers no longer cross this edge."
+        ),
+        guard=lambda data: _guard_entities(request, data["source"], data["target"]),
     )
     return redirect("curation:suggestions")
 

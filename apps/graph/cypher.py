@@ -52,6 +52,13 @@ SCHEMA_INDEXES: tuple[tuple[str, str], ...] = (
         "entity_name_fulltext",
         "CREATE FULLTEXT INDEX entity_name_fulltext IF NOT EXISTS FOR (n:Entity) ON EACH [n.name, n.aliases_text]",
     ),
+    # Entity names' text embeddings (cosine), for synonym edges and for linking a question's names;
+    # no fixed dimension: the names are embedded by whichever text encoder the deployment runs.
+    (
+        "entity_name_vectors",
+        "CREATE VECTOR INDEX entity_name_vectors IF NOT EXISTS FOR (n:Entity) ON (n.name_vector)"
+        " OPTIONS {indexConfig: {`vector.similarity_function`: 'cosine'}}",
+    ),
     (
         "unit_text_fulltext",
         "CREATE FULLTEXT INDEX unit_text_fulltext IF NOT EXISTS FOR (n:Chunk|Row|Image) ON EACH [n.text]"
@@ -136,6 +143,38 @@ ON CREATE SET e.name = row.name, e.type = row.type, e.aliases = [], e.documents 
 SET e.aliases = e.aliases + [a IN row.aliases WHERE NOT a IN e.aliases],
     e.documents = CASE WHEN row.document_id IN e.documents THEN e.documents ELSE e.documents + row.document_id END
 SET e.aliases_text = reduce(s = e.name, a IN e.aliases | s + ' ' + a)
+"""
+
+# Which of these entities already have a name vector (their names need no embedding).
+ENTITIES_WITH_VECTORS = """
+UNWIND $ids AS id
+MATCH (e:Entity {id: id}) WHERE e.name_vector IS NOT NULL
+RETURN collect(e.id) AS ids
+"""
+
+ENTITY_VECTORS_SET = """
+UNWIND $rows AS row
+MATCH (e:Entity {id: row.id}) WHERE e.name_vector IS NULL
+CALL db.create.setNodeVectorProperty(e, 'name_vector', row.vector)
+"""
+
+# The entities already in the graph whose names' embeddings are nearest each new entity's name.
+ENTITY_NEIGHBOURS = """
+UNWIND $rows AS row
+CALL db.index.vector.queryNodes('entity_name_vectors', $k, row.vector) YIELD node, score
+WITH row, node, score WHERE node.id <> row.id AND score >= $min_score
+RETURN row.id AS source, node.id AS target, node.type AS type, score
+"""
+
+# Synonym edges: scored suggestions that two entities are one, from the names' embeddings (one
+# edge per pair, from the smaller id); curators confirm or reject them, and only a merge joins the
+# entities. The expansion crosses them like RELATED edges; a rejected one is never crossed.
+SYNONYMS_MERGE = """
+UNWIND $rows AS row
+MATCH (a:Entity {id: row.source})
+MATCH (b:Entity {id: row.target})
+MERGE (a)-[s:SYNONYM]->(b)
+ON CREATE SET s.score = row.score, s.status = 'suggested'
 """
 
 MENTION_SOURCE_LABELS = ("Chunk", "Row", "Image")
@@ -248,7 +287,19 @@ MATCH (:Entity {id: row.source})-[r:RELATED {predicate: row.predicate}]->(:Entit
 RETURN row.source AS source, row.predicate AS predicate, row.target AS target, coalesce(r.status, 'proposed') AS status
 """
 
+SYNONYMS_READ = """
+UNWIND $rows AS row
+MATCH (:Entity {id: row.source})-[s:SYNONYM]->(:Entity {id: row.target})
+RETURN row.source AS source, row.target AS target, s.score AS score, s.status AS status
+"""
+
 # --- curation: each statement applies one logged change, and applying it twice changes nothing -----
+
+SYNONYM_STATUS_SET = """
+MATCH (:Entity {id: $source})-[s:SYNONYM]->(:Entity {id: $target})
+SET s.status = $status
+RETURN count(s) AS updated
+"""
 
 ENTITY_RENAME = """
 MATCH (e:Entity {id: $id})
@@ -389,13 +440,14 @@ RETURN i, vids ORDER BY i
 # --- answering: multi-hop expansion from the seeds, then the chosen units' details --------
 # One statement expands every seed (apps.answers.expansion): seed units -> their entities
 # (MENTIONS), question entities, each distinct entity once from its best start, optionally on
-# over RELATED to a neighbour, then to the units mentioning it (MENTIONS); seed chunks also
+# over RELATED, or over a SYNONYM edge scoring at least $synonym_min_score (a strength of that
+# score), to a neighbour, then to the units mentioning it (MENTIONS); seed chunks also
 # reach their NEXT neighbours. Every fan-out is bounded ($fanout; entities mentioned more than
 # $max_degree times are hubs and are not crossed). $collections is the access predicate (null:
 # every collection, [] nothing): a seed outside it starts nothing, a RELATED edge is crossed only
 # when a document of $collections supports it, and a unit outside it is never returned. Each row
 # is one group of paths: start (seed unit id, or null for a question entity), entity, optional
-# related entity, and the units reached that way with their labels and the first sentence of each
+# related entity (with the step's type), and the units reached that way with their labels and the first sentence of each
 # that mentions the entity. Units that name the entity in their first sentence (the ones about it)
 # come first: up to $fanout of them as the store lists them, a scan that stops once it has them
 # (a hub's thousands of mentions are not all read); only when there are fewer than $fanout do the
@@ -434,17 +486,25 @@ WITH e, degree, start, start_score ORDER BY start_score DESC
 WITH e, degree, collect({start: start, score: start_score})[0] AS best
 ORDER BY best.score / degree DESC, e.id LIMIT $max_entities
 CALL (e) {
-  RETURN e AS via, null AS predicate, 0 AS weight, 0 AS via_degree
+  RETURN e AS via, null AS step, null AS predicate, 0 AS weight, 0 AS via_degree
   UNION ALL
-  MATCH (e)-[r:RELATED]-(other:Entity)
+  MATCH (e)-[r:RELATED|SYNONYM]-(other:Entity)
   WHERE other <> e AND NOT other.type IN $skip_types AND coalesce(r.status, '') <> 'rejected'
-    AND ($collections IS NULL
-         OR EXISTS { MATCH (d:Document) WHERE d.id IN r.documents AND d.collection IN $collections })
-  WITH other, max(r.weight) AS weight, collect(r.predicate)[0] AS predicate
-  ORDER BY weight DESC, other.id LIMIT $related_fanout * 4
-  WITH other, weight, predicate, COUNT { (other)<-[:MENTIONS]-() } AS via_degree
+    AND CASE type(r)
+      WHEN 'SYNONYM' THEN r.score >= $synonym_min_score
+      ELSE $collections IS NULL
+           OR EXISTS { MATCH (d:Document) WHERE d.id IN r.documents AND d.collection IN $collections }
+    END
+  WITH other, type(r) AS step, r.predicate AS predicate,
+       CASE type(r) WHEN 'SYNONYM' THEN r.score / (1.0 - CASE WHEN r.score > 0.99 THEN 0.99 ELSE r.score END)
+                    ELSE r.weight END AS weight
+  ORDER BY weight DESC
+  WITH other, collect({step: step, predicate: predicate, weight: weight})[0] AS link
+  ORDER BY link.weight DESC, other.id LIMIT $related_fanout * 4
+  WITH other, link, COUNT { (other)<-[:MENTIONS]-() } AS via_degree
   WHERE via_degree <= $max_degree
-  RETURN other AS via, predicate, weight, via_degree ORDER BY weight DESC, via_degree, other.id LIMIT $related_fanout
+  RETURN other AS via, link.step AS step, link.predicate AS predicate, link.weight AS weight, via_degree
+  ORDER BY weight DESC, via_degree, other.id LIMIT $related_fanout
 }
 CALL (via) {
   MATCH (via)<-[m:MENTIONS]-(t)
@@ -460,19 +520,19 @@ CALL (via, lead) {
   WITH t, min(m.sentence) AS sentence ORDER BY sentence, elementId(t) LIMIT $fanout
   RETURN collect(t) AS body, collect(sentence) AS body_sentences
 }
-WITH best, e, degree, via, predicate, weight, via_degree,
+WITH best, e, degree, via, step, predicate, weight, via_degree,
      (lead + body)[..$fanout] AS reached, ([unit IN lead | 0] + body_sentences)[..$fanout] AS sentences
-WITH best, e, degree, via, predicate, weight, via_degree, sentences,
+WITH best, e, degree, via, step, predicate, weight, via_degree, sentences,
      [unit IN reached | unit.id] AS units, [unit IN reached | labels(unit)[0]] AS labels
 RETURN best.start AS start, best.score AS start_score, e.id AS entity, degree,
-       CASE WHEN via = e THEN null ELSE via.id END AS related, predicate, weight, via_degree,
+       CASE WHEN via = e THEN null ELSE via.id END AS related, step, predicate, weight, via_degree,
        units, labels, sentences
 UNION ALL
 UNWIND $seeds AS seed
 MATCH (u:Chunk {id: seed.id})-[:NEXT]-(t:Chunk)
 WHERE $collections IS NULL OR (u.collection IN $collections AND t.collection IN $collections)
 WITH u, seed, collect(t.id) AS units
-RETURN u.id AS start, seed.score AS start_score, null AS entity, 0 AS degree, null AS related,
+RETURN u.id AS start, seed.score AS start_score, null AS entity, 0 AS degree, null AS related, null AS step,
        null AS predicate, 0 AS weight, 0 AS via_degree, units, null AS labels, null AS sentences
 """
 
@@ -492,6 +552,15 @@ ANSWER_ENTITY_LINK = """
 UNWIND $candidates AS candidate
 MATCH (e:Entity {id: candidate.id})
 RETURN candidate.span AS span, e.id AS id, e.name AS name, COUNT { (e)<-[:MENTIONS]-() } AS degree
+"""
+
+# Entity linking by embedding: the entities whose names' embeddings are nearest each of the
+# question's names that matched no entity exactly (the entity_name_vectors index).
+ANSWER_ENTITY_NEAREST = """
+UNWIND $rows AS row
+CALL db.index.vector.queryNodes('entity_name_vectors', $k, row.vector) YIELD node, score
+WITH row, node, score WHERE score >= $min_score
+RETURN row.span AS span, node.id AS id, node.name AS name, score, COUNT { (node)<-[:MENTIONS]-() } AS degree
 """
 
 # The details of the units that made the shortlist, with their documents; a unit outside
@@ -681,6 +750,21 @@ WITH e, COUNT { (e)<-[:MENTIONS]-(u) WHERE $collections IS NULL OR u.collection 
 WHERE mentions > 0
 RETURN e.id AS id, e.name AS name, e.type AS type, coalesce(e.aliases, []) AS aliases, mentions
 ORDER BY mentions DESC, e.id
+LIMIT $limit
+"""
+
+# Stored synonym edges of $statuses between entities both mentioned in a readable unit, best first.
+CURATION_SYNONYMS = """
+MATCH (a:Entity)-[s:SYNONYM]->(b:Entity)
+WHERE s.status IN $statuses
+WITH a, b, s ORDER BY s.score DESC, a.id, b.id
+WITH a, b, s,
+     COUNT { (a)<-[:MENTIONS]-(u) WHERE $collections IS NULL OR u.collection IN $collections } AS a_mentions,
+     COUNT { (b)<-[:MENTIONS]-(u) WHERE $collections IS NULL OR u.collection IN $collections } AS b_mentions
+WHERE a_mentions > 0 AND b_mentions > 0
+RETURN a.id AS source, a.name AS source_name, a.type AS source_type, a_mentions AS source_mentions,
+       b.id AS target, b.name AS target_name, b.type AS target_type, b_mentions AS target_mentions,
+       s.score AS score, s.status AS status
 LIMIT $limit
 """
 

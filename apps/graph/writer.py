@@ -158,3 +158,37 @@ def documents_in_graph(*, driver: Driver, document_ids: Sequence[str]) -> set[st
         cypher.DOCUMENTS_EXISTING, ids=list(document_ids), database_=settings.NEO4J_DATABASE
     )
     return set(records[0]["ids"])
+
+
+def entities_with_vectors(*, driver: Driver, ids: Sequence[str]) -> set[str]:
+    """Which of these entities have a name vector."""
+    if not ids:
+        return set()
+    records, _, _ = driver.execute_query(cypher.ENTITIES_WITH_VECTORS, ids=list(ids), database_=settings.NEO4J_DATABASE)
+    return set(records[0]["ids"])
+
+
+def entity_vectors_write(*, driver: Driver, rows: Sequence[Mapping[str, Any]]) -> None:
+    """Give each entity (``id``, ``vector``) its name vector, unless it has one."""
+    driver.execute_query(cypher.ENTITY_VECTORS_SET, rows=list(rows), database_=settings.NEO4J_DATABASE)
+
+
+def entity_neighbours(
+    *, driver: Driver, rows: Sequence[Mapping[str, Any]], k: int, min_score: float
+) -> list[dict[str, Any]]:
+    """For each row (``id``, ``vector``), the entities among the ``k`` nearest names scoring at
+    least ``min_score``: ``source``, ``target``, ``type``, ``score`` records."""
+    records, _, _ = driver.execute_query(
+        cypher.ENTITY_NEIGHBOURS,
+        rows=[{"id": row["id"], "vector": row["vector"]} for row in rows],
+        k=k,
+        min_score=min_score,
+        database_=settings.NEO4J_DATABASE,
+    )
+    return [dict(record) for record in records]
+
+
+def synonym_edges_write(*, driver: Driver, edges: Sequence[Mapping[str, Any]]) -> None:
+    """Create the synonym edges (``source``, ``target``, ``score``) that do not exist yet."""
+    if edges:
+        driver.execute_query(cypher.SYNONYMS_MERGE, rows=list(edges), database_=settings.NEO4J_DATABASE)

@@ -129,9 +129,13 @@ def entity_key(name: str, label: str) -> str:
     QUANTITY, CARDINAL, ORDINAL. Any other label is its own group (lowercased). So "Paris"
     (GPE) and "Paris" (LOC) share ``place:paris``, while "Paris" (PERSON) is ``person:paris``.
     """
-    group = _TYPE_GROUPS.get(label.strip().upper(), label.strip().casefold() or "entity")
     normalised = normalise_entity_name(name) or " ".join(name.casefold().split())
-    return f"{group}:{normalised}"
+    return f"{entity_group(label)}:{normalised}"
+
+
+def entity_group(label: str) -> str:
+    """The identity group of a type label (``entity_key``): ``GPE`` and ``LOC`` are both ``place``."""
+    return _TYPE_GROUPS.get(label.strip().upper(), label.strip().casefold() or "entity")
 
 
 class EntityExtractor(Protocol):

@@ -38,6 +38,7 @@ from apps.ingest.graph_build import DocumentGraph, Unit, add_knowledge, build_st
 from apps.ingest.media import image_store
 from apps.ingest.models import Document
 from apps.ingest.parsing import parse_upload
+from apps.ingest.synonyms import SynonymParams, entity_names_embed, synonyms_link
 from apps.ingest.timing import StageTimer
 from apps.ingest.types import IngestError, Limits, ParsedDocument
 from apps.ledger.content import Content, document_content, document_subject, text_digest
@@ -109,6 +110,7 @@ class _Batch:
     pending: dict[int, _Pending]
     outcomes: dict[int, FileOutcome]
     extraction: PendingExtraction | None = None
+    name_vectors: list[dict[str, Any]] = field(default_factory=list)  # entities' names to store, embedded
 
     def conflicts_with(self, parsed: Sequence[ParsedDocument]) -> bool:
         """Whether ``parsed`` repeats a path or the content of a document of this batch."""
@@ -184,6 +186,13 @@ def _batch_embed(*, tools: _Tools, batch: _Batch) -> None:
         )
     for item, vectors in zip(items, embedded, strict=True):
         item.vectors = vectors
+    if settings.GRAPH_SYNONYM_K > 0:
+        with tools.timer.stage("embed_names"):
+            batch.name_vectors = entity_names_embed(
+                driver=tools.driver,
+                embed=tools.models.text.embed_documents,
+                entities=[row for item in items if item.graph is not None for row in item.graph.entities],
+            )
 
 
 _Written = tuple[dict[str, str], list[str]]  # failures (document id -> reason), unit ids of replaced versions
@@ -191,9 +200,14 @@ _Written = tuple[dict[str, str], list[str]]  # failures (document id -> reason),
 
 def _batch_graph_write(*, tools: _Tools, batch: _Batch) -> _Written:
     """Write an embedded batch to Neo4j (one transaction, else document by document); Neo4j only,
-    so it may run in the writer thread while the next batch embeds."""
+    so it may run in the writer thread while the next batch embeds. Then the synonym edges of its
+    entities with newly embedded names (``synonyms.synonyms_link``)."""
     with tools.timer.stage("graph_write"):
-        return _write_all_or_each(driver=tools.driver, pending=list(batch.pending.values()))
+        written = _write_all_or_each(driver=tools.driver, pending=list(batch.pending.values()))
+    with tools.timer.stage("synonyms"):
+        params = SynonymParams(k=settings.GRAPH_SYNONYM_K, min_score=settings.GRAPH_SYNONYM_MIN_SCORE)
+        synonyms_link(driver=tools.driver, rows=batch.name_vectors, params=params)
+    return written
 
 
 def _batch_finish(*, tools: _Tools, batch: _Batch, written: _Written) -> list[FileOutcome]:

@@ -33,6 +33,8 @@ ACTIONS = frozenset(
         "relation.approved",
         "relation.rejected",
         "relation.removed",
+        "synonym.confirmed",
+        "synonym.rejected",
         "curation.edited",
     }
 )

@@ -55,6 +55,15 @@ def entity_content(*, entity_id: str, name: str, type_: str, merged_into: str | 
     return content
 
 
+def synonym_subject(*, source: str, target: str) -> str:
+    return f"{source}~{target}"
+
+
+def synonym_content(*, source: str, target: str, status: str) -> Content:
+    """A synonym edge: two entities whose names embed close (``source`` the smaller id)."""
+    return {"kind": "Synonym", "source": source, "target": target, "status": status}
+
+
 def relation_subject(*, source: str, predicate: str, target: str) -> str:
     return f"{source}|{predicate}|{target}"
 

@@ -13,7 +13,14 @@ from django.utils import timezone
 from neo4j import Driver
 
 from apps.graph import cypher
-from apps.ledger.content import Content, document_content, entity_content, relation_content, text_digest
+from apps.ledger.content import (
+    Content,
+    document_content,
+    entity_content,
+    relation_content,
+    synonym_content,
+    text_digest,
+)
 from apps.ledger.models import GraphChange
 
 logger = logging.getLogger(__name__)
@@ -28,6 +35,7 @@ OPERATIONS = {
     "ENTITY_ALIAS_ADD": cypher.ENTITY_ALIAS_ADD,
     "ENTITY_SPLIT": cypher.ENTITY_SPLIT,
     "RELATION_PREDICATE_SET": cypher.RELATION_PREDICATE_SET,
+    "SYNONYM_STATUS_SET": cypher.SYNONYM_STATUS_SET,
 }
 
 
@@ -85,6 +93,17 @@ def relation_contents(*, driver: Driver, relations: Sequence[RelationKey]) -> di
         key = (str(record["source"]), str(record["predicate"]), str(record["target"]))
         found[key] = relation_content(source=key[0], predicate=key[1], target=key[2], status=str(record["status"]))
     return found
+
+
+def synonym_contents(*, driver: Driver, pairs: Sequence[tuple[str, str]]) -> dict[tuple[str, str], Content]:
+    """The content of each of these synonym edges (source, target) the graph holds."""
+    rows = [{"source": source, "target": target} for source, target in pairs]
+    return {
+        (str(r["source"]), str(r["target"])): synonym_content(
+            source=str(r["source"]), target=str(r["target"]), status=str(r["status"])
+        )
+        for r in _query(driver, cypher.SYNONYMS_READ, rows=rows)
+    }
 
 
 def graph_changes_apply(*, driver: Driver, limit: int = 500) -> tuple[int, int]:

@@ -153,6 +153,30 @@ def test_a_title_the_question_names_links_and_its_words_seed_the_search(
     }
 
 
+UNIVERSITY = {
+    "edsac.txt": "Maurice Wilkes built EDSAC at the University of Cambridge in 1949.",
+    "founding.txt": "Cambridge University was founded in 1209 by scholars who had left Oxford.",
+    "rowing.txt": "Rowing crews train on the river before sunrise in spring.",
+}
+
+
+def test_a_synonym_edge_carries_the_expansion_from_one_name_to_another(
+    empty_graph: Driver, tools: RetrievalTools, settings: Settings
+) -> None:
+    one_seed(settings)
+    ingest(empty_graph, UNIVERSITY, "uni")
+    question = "When was the university where Maurice Wilkes built EDSAC founded?"
+    graph = retrieve(question=question, collections=["uni"], tools=tools, params=retrieval_params())
+    by_document = {c.document: c for c in graph.candidates}
+    assert graph.seeds.hits[0].node_id == by_document["edsac.txt"].node_id
+    founding = by_document["founding.txt"]
+    assert any(path.relationships == ("MENTIONS", "SYNONYM", "MENTIONS") for path in founding.paths)
+
+    settings.ANSWER_SYNONYM_MIN_SCORE = 2.0  # the switch: no synonym edge is crossed
+    off = retrieve(question=question, collections=["uni"], tools=tools, params=retrieval_params())
+    assert all("SYNONYM" not in path.relationships for c in off.candidates for path in c.paths)
+
+
 def ask_moss(tools: RetrievalTools, *, generate: bool) -> dict[str, Any]:
     """The test question over the "moss" collection, in graph mode, as an anonymous asker."""
     return answer_ask(

@@ -404,3 +404,41 @@ def test_the_entity_page_shows_each_relation_s_sentence_and_keeps_co_occurrences
     assert "co_occurs_with" in predicates
     assert "co_occurs_with" not in extracted and "<td><a href=" in co_occurring
     assert "Grace Hopper" not in page  # evidence from an unreadable collection stays out
+
+
+def _synonym_rows(page: str) -> list[tuple[str, str]]:
+    """The (source, target) pairs of the synonym table's review forms."""
+    return re.findall(r'name="source" value="(\w+)"><input type="hidden" name="target" value="(\w+)"', page)
+
+
+def test_stored_synonym_edges_are_listed_confirmed_and_rejected_through_the_page(
+    corpus: dict[str, str], empty_graph: Driver, curator: Client
+) -> None:
+    ingest(empty_graph, "wilkes.txt", "Maurice Wilkes built EDSAC at the University of Cambridge.")
+    ids = {name.removeprefix("the "): entity_id for name, entity_id in entity_ids(empty_graph).items()}
+    pair = tuple(sorted((ids["Cambridge University"], ids["University of Cambridge"])))
+    page = curator.get("/curation/entities/suggestions/").content.decode()
+    assert "Synonym edges" in page and pair in _synonym_rows(page)
+
+    start = next_seq()
+    response = curator.post(
+        "/curation/entities/synonyms/review/",
+        {"source": pair[1], "target": pair[0], "decision": "reject"},  # either order names the edge
+        follow=True,
+    )
+    assert logged_since(start) == [("synonym.rejected", f"{pair[0]}~{pair[1]}", "user:cora")]
+    assert entry_links(response) == [start]
+    records, _, _ = empty_graph.execute_query(
+        "MATCH (:Entity {id: $a})-[s:SYNONYM]->(:Entity {id: $b}) RETURN s.status AS status", a=pair[0], b=pair[1]
+    )
+    assert [r["status"] for r in records] == ["rejected"]
+    assert pair not in _synonym_rows(curator.get("/curation/entities/suggestions/").content.decode())
+    assert pair in _synonym_rows(curator.get("/curation/entities/suggestions/?synonyms=rejected").content.decode())
+
+    curator.post("/curation/entities/synonyms/review/", {"source": pair[0], "target": pair[1], "decision": "confirm"})
+    assert logged_since(start + 1) == [("synonym.confirmed", f"{pair[0]}~{pair[1]}", "user:cora")]
+    response = curator.post(
+        "/curation/entities/synonyms/review/", {"source": pair[0], "target": pair[1], "decision": "confirm"}, follow=True
+    )
+    assert "already confirmed" in response.content.decode() and next_seq() == start + 2
+    graph_ok(empty_graph)

@@ -497,3 +497,33 @@ def test_passages_that_name_a_title_mention_its_entity_whichever_comes_first(emp
     assert document_delete(driver=empty_graph, document_id=after.document_id)
     assert document_delete(driver=empty_graph, document_id=page.document_id)
     assert entity(empty_graph, "Charmed") is None  # nothing names it any more
+
+
+def _synonyms(driver: Driver) -> dict[frozenset[str], tuple[float, str]]:
+    """Synonym edges by the pair of names (a leading "the" dropped), with score and status."""
+    rows = query(
+        driver,
+        "MATCH (a:Entity)-[s:SYNONYM]->(b:Entity)"
+        " RETURN a.name AS a, b.name AS b, s.score AS score, s.status AS status",
+    )
+    return {
+        frozenset(name.removeprefix("the ") for name in (row["a"], row["b"])): (row["score"], row["status"])
+        for row in rows
+    }
+
+
+def test_entities_whose_names_embed_close_get_a_scored_synonym_suggestion(empty_graph: Driver) -> None:
+    from apps.ingest.services import document_delete
+
+    cambridge = frozenset({"Cambridge University", "University of Cambridge"})
+    [first] = ingest(empty_graph, "a.txt", b"Alan Turing studied at Cambridge University in England.")
+    [second] = ingest(empty_graph, "b.txt", b"Maurice Wilkes built EDSAC at the University of Cambridge in 1949.")
+    assert query(empty_graph, "MATCH (e:Entity) WHERE e.name_vector IS NULL RETURN e.name AS name") == []
+    edges = _synonyms(empty_graph)
+    score, status = edges[cambridge]
+    assert score >= 0.9 and status == "suggested"
+    assert frozenset({"Alan Turing", "Maurice Wilkes"}) not in edges  # two people are not one
+    assert document_delete(driver=empty_graph, document_id=second.document_id)
+    assert cambridge not in _synonyms(empty_graph)  # the edge went with the entity only that document named
+    assert document_delete(driver=empty_graph, document_id=first.document_id)
+    assert _synonyms(empty_graph) == {}

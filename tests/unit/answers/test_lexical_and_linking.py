@@ -13,6 +13,7 @@ from apps.answers.lexical import LexicalParams, lexical_query, seeds_fuse
 from apps.answers.linking import LinkParams, entities_link
 from apps.answers.scope import EVERY_COLLECTION
 from apps.answers.types import Seed
+from apps.graph import cypher
 from apps.ingest.extraction import entity_key
 from apps.ingest.graph_build import TITLE_LABEL, entity_id
 from apps.ingest.names import name_spans
@@ -167,3 +168,44 @@ def test_a_missing_full_text_index_leaves_the_dense_seeds_alone(monkeypatch: pyt
     monkeypatch.setattr(lexical, "graph_read", graph_read)
     found = lexical.lexical_search(driver=None, question="Who is Ada?", collections=["c"], params=LexicalParams())  # type: ignore[arg-type]
     assert found == []
+
+
+def test_a_name_no_entity_holds_links_to_the_nearest_entity_names_scaled_by_their_cosine(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    exact = _Graph({_id("Xawery Żuławski", "PERSON"): ("Xawery Żuławski", 3)})
+    nearest_asked: list[dict[str, Any]] = []
+
+    def read(driver: Any, statement: str, **params: Any) -> list[dict[str, Any]]:
+        if statement is cypher.ANSWER_ENTITY_LINK:
+            return exact.read(driver, statement, **params)
+        assert statement is cypher.ANSWER_ENTITY_NEAREST
+        nearest_asked.append(params)
+        return [
+            {"span": row["span"], "id": "e-war", "name": "Polish–Russian War (1605–1618)", "score": 0.95, "degree": 3}
+            for row in params["rows"]
+        ] + [{"span": params["rows"][0]["span"], "id": "e-hub", "name": "War", "score": 0.92, "degree": 900}]
+
+    embedded: list[list[str]] = []
+
+    def embed(texts: Any) -> np.ndarray:
+        embedded.append(list(texts))
+        return np.ones((len(texts), 4), dtype=np.float32)
+
+    monkeypatch.setattr(linking, "graph_read", read)
+    question = "Did Xawery Żuławski direct Polish Russian War?"
+    linked = entities_link(driver=None, question=question, names=[], params=LinkParams(), embed=embed)  # type: ignore[arg-type]
+    # Only the span that matched nothing and overlaps no match is embedded; the hub stays out.
+    assert embedded == [["Polish Russian War"]]
+    assert nearest_asked[0]["k"] == LinkParams().embedding_k
+    assert nearest_asked[0]["min_score"] == LinkParams().embedding_min_score
+    assert [(entity.name, entity.match) for entity in linked] == [
+        ("Xawery Żuławski", "exact"),
+        ("Polish–Russian War (1605–1618)", "embedding"),
+    ]
+    assert linked[1].score == pytest.approx(0.95) and linked[1].span == "Polish Russian War"
+
+    embedded.clear()
+    off = LinkParams(embedding_min_score=2.0)
+    assert len(entities_link(driver=None, question=question, names=[], params=off, embed=embed)) == 1  # type: ignore[arg-type]
+    assert embedded == []

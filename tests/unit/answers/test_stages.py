@@ -151,6 +151,18 @@ def test_paths_score_by_specificity_and_decay_per_hop() -> None:
     assert found["n"].paths[0].relationships == ("NEXT",) and found["n"].graph_score == pytest.approx(0.4)
 
 
+def test_a_synonym_step_is_named_in_the_path_and_counts_its_score() -> None:
+    seeds = [Seed("s", "Chunk", 0.8, "text")]
+    score = 0.92
+    weight = score / (1 - score)  # what ANSWER_EXPAND returns for a SYNONYM step
+    found = expand_rows(
+        [row("s", "e1", "b", related="e2", step="SYNONYM", weight=weight, via_degree=3)], seeds, ExpansionParams()
+    )
+    path = found["b"].paths[0]
+    assert path.nodes == ("s", "e1", "e2", "b") and path.relationships == ("MENTIONS", "SYNONYM", "MENTIONS")
+    assert path.score == pytest.approx(0.8 * specificity(1) * specificity(3) * score * 0.125)
+
+
 def test_several_paths_add_up_as_a_noisy_or_and_long_paths_are_cut() -> None:
     seeds = [Seed("s", "Chunk", 1.0, "text"), Seed("t", "Chunk", 1.0, "text")]
     rows = [row("s", "e1", "a", start_score=1.0), row("t", "e2", "a", start_score=1.0)]

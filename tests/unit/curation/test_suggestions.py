@@ -16,9 +16,9 @@ from apps.curation.suggestions import (
     pair_score,
     rank_pairs,
     token_containment,
-    type_group,
 )
 from apps.graph import cypher
+from apps.ingest.extraction import entity_group
 from apps.models.interfaces import Vectors
 from tests.unit.curation.fakes import FakeDriver
 from tests.unit.vectors.fakes import hashing_embed
@@ -37,9 +37,9 @@ def pairs_of(candidates: list[Candidate], **options: object) -> list[tuple[str, 
 
 
 def test_type_groups_follow_entity_identity() -> None:
-    assert type_group("GPE") == type_group("LOC") == "place"
-    assert type_group("PERSON") != type_group("ORG")
-    assert type_group("SOMETHING") == "something"
+    assert entity_group("GPE") == entity_group("LOC") == "place"
+    assert entity_group("PERSON") != entity_group("ORG")
+    assert entity_group("SOMETHING") == "something"
 
 
 def test_names_are_normalised_with_their_aliases() -> None:
