@@ -438,7 +438,9 @@ def test_stored_synonym_edges_are_listed_confirmed_and_rejected_through_the_page
     curator.post("/curation/entities/synonyms/review/", {"source": pair[0], "target": pair[1], "decision": "confirm"})
     assert logged_since(start + 1) == [("synonym.confirmed", f"{pair[0]}~{pair[1]}", "user:cora")]
     response = curator.post(
-        "/curation/entities/synonyms/review/", {"source": pair[0], "target": pair[1], "decision": "confirm"}, follow=True
+        "/curation/entities/synonyms/review/",
+        {"source": pair[0], "target": pair[1], "decision": "confirm"},
+        follow=True,
     )
     assert "already confirmed" in response.content.decode() and next_seq() == start + 2
     graph_ok(empty_graph)

@@ -182,7 +182,7 @@ def test_a_name_no_entity_holds_links_to_the_nearest_entity_names_scaled_by_thei
         assert statement is cypher.ANSWER_ENTITY_NEAREST
         nearest_asked.append(params)
         return [
-            {"span": row["span"], "id": "e-war", "name": "Polish–Russian War (1605–1618)", "score": 0.95, "degree": 3}
+            {"span": row["span"], "id": "e-war", "name": "Polish-Russian War (1605-1618)", "score": 0.95, "degree": 3}
             for row in params["rows"]
         ] + [{"span": params["rows"][0]["span"], "id": "e-hub", "name": "War", "score": 0.92, "degree": 900}]
 
@@ -201,7 +201,7 @@ def test_a_name_no_entity_holds_links_to_the_nearest_entity_names_scaled_by_thei
     assert nearest_asked[0]["min_score"] == LinkParams().embedding_min_score
     assert [(entity.name, entity.match) for entity in linked] == [
         ("Xawery Żuławski", "exact"),
-        ("Polish–Russian War (1605–1618)", "embedding"),
+        ("Polish-Russian War (1605-1618)", "embedding"),
     ]
     assert linked[1].score == pytest.approx(0.95) and linked[1].span == "Polish Russian War"
 
