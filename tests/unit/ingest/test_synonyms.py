@@ -94,8 +94,8 @@ def test_linking_stores_the_vectors_then_asks_for_one_more_neighbour_than_k() ->
     [asked] = driver.params_of(cypher.ENTITY_NEIGHBOURS)
     assert asked["k"] == 6 and asked["min_score"] == 0.8
     assert driver.params_of(cypher.SYNONYMS_MERGE) == [{"rows": [{"source": "a", "target": "b", "score": 0.93}]}]
-    assert synonyms_link(driver=driver, rows=rows, params=SynonymParams(k=0)) == 0  # off: nothing asked
-    assert len(driver.calls) == 3
+    assert synonyms_link(driver=driver, rows=rows, params=SynonymParams(k=0)) == 0  # type: ignore[arg-type]
+    assert len(driver.calls) == 3  # k=0: nothing asked
 
 
 def test_a_refused_synonym_query_is_logged_and_loses_nothing(caplog: pytest.LogCaptureFixture) -> None:
