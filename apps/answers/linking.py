@@ -33,6 +33,41 @@ from apps.models.interfaces import Vectors
 
 Embed = Callable[[Sequence[str]], Vectors]
 
+# Lower-case words a name may hold ("Lord of the Rings"), and the words a question opens with that
+# are capitalised only for that: a span holding other lower-case words, or opening with one of
+# these, is a phrase ("What happened in Oslo"), not a name to embed.
+_CONNECTORS = frozenset({"of", "the", "and", "de", "du", "des", "la", "le", "van", "von", "der", "del", "da", "y"})
+_OPENING_WORDS = frozenset(
+    {
+        "what",
+        "who",
+        "whom",
+        "whose",
+        "which",
+        "where",
+        "when",
+        "why",
+        "how",
+        "is",
+        "was",
+        "are",
+        "were",
+        "did",
+        "does",
+        "do",
+        "in",
+        "on",
+        "at",
+        "the",
+        "a",
+        "an",
+        "name",
+        "from",
+        "for",
+        "of",
+    }
+)
+
 # The entity groups a question's name is looked up in: the expansion's name groups and titles.
 LINK_LABELS = (*NAME_GROUPS, TITLE_LABEL)
 
@@ -79,6 +114,17 @@ def _inside_another(norm: str, spans: dict[str, tuple[int, int, str]], matched: 
     )
 
 
+def _name_like(text: str) -> bool:
+    """Whether a span reads as one name: a letter in it, no lower-case word but connectors, and no
+    question word first."""
+    words = text.split()
+    return (
+        any(char.isalpha() for char in text)
+        and words[0].casefold() not in _OPENING_WORDS
+        and all(word[0].isupper() or word[0].isdigit() or word in _CONNECTORS for word in words)
+    )
+
+
 def _overlaps(norm: str, spans: dict[str, tuple[int, int, str]], matched: set[str]) -> bool:
     start, end, _ = spans[norm]
     return any(spans[other][0] < end and start < spans[other][1] for other in matched)
@@ -110,8 +156,13 @@ def entities_link(
     rows = [row for row in rows if row["degree"] <= params.max_degree]
     matched = {row["span"] for row in rows}
     kept = [{**row, "score": 1.0, "match": "exact"} for row in rows if not _inside_another(row["span"], spans, matched)]
-    # The longest names that overlap no match: "Polish Russian War", not also "Polish" and "War".
-    free = {norm for norm in spans if norm not in matched and not _overlaps(norm, spans, matched)}
+    # The longest name-like spans that overlap no match: "Polish Russian War", not also "Polish"
+    # and "War"; never a bare year or a phrase.
+    free = {
+        norm
+        for norm in spans
+        if norm not in matched and not _overlaps(norm, spans, matched) and _name_like(spans[norm][2])
+    }
     unmatched = [norm for norm in spans if norm in free and not _inside_another(norm, spans, free)]
     if embed is not None and unmatched and params.embedding_min_score <= 1.0:
         kept += [{**row, "match": "embedding"} for row in _nearest(driver, spans, unmatched, embed, params)]

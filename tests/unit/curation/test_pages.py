@@ -379,6 +379,7 @@ def test_suggestions_list_pairs_with_a_one_click_merge(
         {"id": ADA, "name": f"Ada Lovelace {SCRIPT}", "type": "PERSON", "aliases": [], "mentions": 2},
         {"id": BABBAGE, "name": f"Lovelace {SCRIPT}", "type": "PERSON", "aliases": [], "mentions": 5},
     ]
+    graph.answers[cypher.CURATION_SYNONYMS] = []
     loads: list[bool] = []
 
     def embedder(*, load: bool) -> NameEmbedder:
@@ -404,6 +405,7 @@ def test_suggestions_rank_by_names_first_while_the_embedder_is_cold(
         {"id": ADA, "name": "Ada Lovelace", "type": "PERSON", "aliases": [], "mentions": 2},
         {"id": BABBAGE, "name": "Lovelace", "type": "PERSON", "aliases": [], "mentions": 5},
     ]
+    graph.answers[cypher.CURATION_SYNONYMS] = []
     loads: list[bool] = []
 
     def embedder(*, load: bool) -> NameEmbedder:
@@ -421,6 +423,46 @@ def test_suggestions_rank_by_names_first_while_the_embedder_is_cold(
     content = partial.content.decode()
     assert content.lstrip().startswith('<section id="results"') and "hx-trigger" not in content
     assert "embedding 0." in content and loads == [False, True]
+    assert len(graph.params_of(cypher.CURATION_SYNONYMS)) == 1  # the htmx partial does not list them again
+
+
+def test_stored_synonym_edges_are_listed_by_status_with_confirm_and_keep_apart(
+    curator: Client, graph: FakeDriver, monkeypatch: pytest.MonkeyPatch, lab: None
+) -> None:
+    graph.answers[cypher.CURATION_SUGGESTION_CANDIDATES] = []
+    graph.answers[cypher.CURATION_SYNONYMS] = [
+        {
+            "source": ADA,
+            "source_name": f"Cambridge University {SCRIPT}",
+            "source_type": "ORG",
+            "source_mentions": 3,
+            "target": BABBAGE,
+            "target_name": "University of Cambridge",
+            "target_type": "ORG",
+            "target_mentions": 1,
+            "score": 0.981,
+            "status": "suggested",
+        }
+    ]
+    monkeypatch.setattr(views, "name_embedder", lambda *, load: NameEmbedder(None, "missing"))
+    content = curator.get("/curation/entities/suggestions/?synonyms=nonsense").content.decode()
+    assert SCRIPT not in content and "University of Cambridge" in content and "0.98" in content
+    assert 'name="decision" value="confirm"' in content and 'name="decision" value="reject"' in content
+    [params] = graph.params_of(cypher.CURATION_SYNONYMS)
+    assert params["statuses"] == ["suggested"] and params["collections"] == ["demo", "lab"]  # an unknown tab: suggested
+    curator.get("/curation/entities/suggestions/?synonyms=rejected")
+    assert graph.params_of(cypher.CURATION_SYNONYMS)[1]["statuses"] == ["rejected"]
+
+    calls: list[dict[str, Any]] = []
+    monkeypatch.setattr(services, "synonym_review", recording(calls, Curated(seq=7, applied=True)))
+    graph.answers[cypher.CURATION_ENTITY] = [entity_record()]
+    response = curator.post(
+        "/curation/entities/synonyms/review/", {"source": ADA, "target": BABBAGE, "decision": "reject"}
+    )
+    assert response["Location"] == "/curation/entities/suggestions/"
+    assert calls == [{"driver": graph, "source": ADA, "target": BABBAGE, "confirm": False, "actor": "user:cora"}]
+    bad = curator.post("/curation/entities/synonyms/review/", {"source": ADA, "target": BABBAGE, "decision": "merge"})
+    assert bad.status_code == 302 and len(calls) == 1  # an unknown decision is refused with a message
 
 
 def test_the_pair_merge_keeps_the_entity_with_more_mentions(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -234,7 +234,7 @@ def test_a_wrong_date_or_action_is_reported_and_ignored(auditor: Client, history
     assert "Enter a valid date." in content and "Select a valid choice." in content
     assert listed(response) == [2]
     options = re.findall(r'<option value="([^"]*)"', content)
-    assert options[0] == "" and "relation.approved" in options and len(options) == 13
+    assert options[0] == "" and "relation.approved" in options and len(options) == 15
 
 
 def test_the_log_pages_by_fifty_and_keeps_its_filters(auditor: Client) -> None:
