@@ -152,6 +152,13 @@ MATCH (e:Entity {id: id}) WHERE e.name_vector IS NOT NULL
 RETURN collect(e.id) AS ids
 """
 
+# A page of the entities without a name vector (written before names had vectors), in id order.
+ENTITIES_WITHOUT_VECTORS = """
+MATCH (e:Entity) WHERE e.name_vector IS NULL AND e.id > $after
+RETURN e.id AS id, e.name AS name, e.type AS type
+ORDER BY e.id LIMIT $limit
+"""
+
 ENTITY_VECTORS_SET = """
 UNWIND $rows AS row
 MATCH (e:Entity {id: row.id}) WHERE e.name_vector IS NULL

@@ -168,6 +168,14 @@ def entities_with_vectors(*, driver: Driver, ids: Sequence[str]) -> set[str]:
     return set(records[0]["ids"])
 
 
+def entities_without_vectors(*, driver: Driver, after: str, limit: int) -> list[dict[str, Any]]:
+    """Up to ``limit`` entities (``id``, ``name``, ``type``) without a name vector, ids after ``after``."""
+    records, _, _ = driver.execute_query(
+        cypher.ENTITIES_WITHOUT_VECTORS, after=after, limit=limit, database_=settings.NEO4J_DATABASE
+    )
+    return [dict(record) for record in records]
+
+
 def entity_vectors_write(*, driver: Driver, rows: Sequence[Mapping[str, Any]]) -> None:
     """Give each entity (``id``, ``vector``) its name vector, unless it has one."""
     driver.execute_query(cypher.ENTITY_VECTORS_SET, rows=list(rows), database_=settings.NEO4J_DATABASE)

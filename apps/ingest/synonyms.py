@@ -20,7 +20,13 @@ from typing import Any
 import neo4j.exceptions
 from neo4j import Driver
 
-from apps.graph.writer import entities_with_vectors, entity_neighbours, entity_vectors_write, synonym_edges_write
+from apps.graph.writer import (
+    entities_with_vectors,
+    entities_without_vectors,
+    entity_neighbours,
+    entity_vectors_write,
+    synonym_edges_write,
+)
 from apps.ingest.extraction import entity_group
 from apps.ingest.graph_build import TITLE_LABEL
 from apps.models.interfaces import Vectors
@@ -99,3 +105,21 @@ def synonyms_link(*, driver: Driver, rows: Sequence[Mapping[str, Any]], params: 
         logger.warning("synonym edges not added for %d entities: %s", len(rows), exc)
         return 0
     return len(edges)
+
+
+def synonyms_backfill(*, driver: Driver, embed: Embed, params: SynonymParams, batch: int = 500) -> tuple[int, int]:
+    """Name vectors and synonym edges for every entity that has no name vector (a graph written
+    before names had them), ``batch`` entities at a time; returns (entities embedded, edges asked for)."""
+    embedded = edges = 0
+    after = ""
+    while page := entities_without_vectors(driver=driver, after=after, limit=batch):
+        after = page[-1]["id"]
+        vectors = embed([row["name"] or "" for row in page])
+        rows = [
+            {"id": row["id"], "type": row["type"] or "", "vector": [float(x) for x in vector]}
+            for row, vector in zip(page, vectors, strict=True)
+        ]
+        edges += synonyms_link(driver=driver, rows=rows, params=params)
+        embedded += len(rows)
+        logger.info("synonym backfill: %d entities embedded, %d edges so far", embedded, edges)
+    return embedded, edges

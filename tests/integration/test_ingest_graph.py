@@ -527,3 +527,21 @@ def test_entities_whose_names_embed_close_get_a_scored_synonym_suggestion(empty_
     assert cambridge not in _synonyms(empty_graph)  # the edge went with the entity only that document named
     assert document_delete(driver=empty_graph, document_id=first.document_id)
     assert _synonyms(empty_graph) == {}
+
+
+def test_a_graph_written_without_name_vectors_gets_them_and_its_synonym_edges_from_the_backfill(
+    empty_graph: Driver, settings: Settings
+) -> None:
+    from django.core.management import call_command
+
+    settings.GRAPH_SYNONYM_K = 0  # as a graph written before names had vectors
+    ingest(empty_graph, "a.txt", b"Alan Turing studied at Cambridge University in England.")
+    ingest(empty_graph, "b.txt", b"Maurice Wilkes built EDSAC at the University of Cambridge in 1949.")
+    assert query(empty_graph, "MATCH (e:Entity) WHERE e.name_vector IS NOT NULL RETURN e.id AS id") == []
+    assert _synonyms(empty_graph) == {}
+    settings.GRAPH_SYNONYM_K = 5
+    out = io.StringIO()
+    call_command("synonyms_backfill", "--batch", "2", stdout=out)  # several rounds
+    assert query(empty_graph, "MATCH (e:Entity) WHERE e.name_vector IS NULL RETURN e.id AS id") == []
+    assert frozenset({"Cambridge University", "University of Cambridge"}) in _synonyms(empty_graph)
+    assert "synonym edges suggested" in out.getvalue()
