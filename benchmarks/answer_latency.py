@@ -56,6 +56,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from apps.accounts.services import collection_ensure
+from apps.answers.expansion import expand_parameters
 from apps.answers.models import Answer
 from apps.answers.pipeline import RetrievalParams, RetrievalTools, retrieve
 from apps.answers.scope import EVERY_COLLECTION, Scope
@@ -291,20 +292,16 @@ def cprofile_top(
 
 
 def _expand_parameters(retrieval: Retrieval, params: RetrievalParams) -> dict[str, Any]:
-    """The parameters ``graph_expand`` sends for this retrieval's seeds and question entities."""
+    """The parameters ``graph_expand`` sends for this retrieval's seeds and question entities (every
+    linked entity at the best seed's score)."""
     seeds = retrieval.seeds.hits
     start_score = max((seed.score for seed in seeds), default=1.0)
-    p = params.expansion
-    return {
-        "seeds": [{"id": s.node_id, "score": s.score} for s in seeds],
-        "entities": [{"id": e, "score": start_score} for e, _ in retrieval.analysis.linked],
-        "collections": None,
-        "fanout": p.fanout,
-        "related_fanout": p.related_fanout if p.hops >= 3 else 0,
-        "max_entities": p.max_entities,
-        "max_degree": p.max_degree,
-        "skip_types": list(p.skip_types),
-    }
+    return expand_parameters(
+        seeds=seeds,
+        starts={entity: start_score for entity, _ in retrieval.analysis.linked},
+        collections=EVERY_COLLECTION,
+        params=params.expansion,
+    )
 
 
 def expansion_split(

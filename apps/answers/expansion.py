@@ -157,6 +157,24 @@ def _apply_ppr(
         candidate.graph_score = candidate.support_score = ranks.get(node_id, 0.0) / top
 
 
+def expand_parameters(
+    *, seeds: Sequence[Seed], starts: dict[str, float], collections: Scope, params: ExpansionParams
+) -> dict[str, Any]:
+    """The parameters of ``cypher.ANSWER_EXPAND``: the seeds, the question entities' start scores
+    (``starts``), the scope and the bounds."""
+    return {
+        "seeds": [{"id": s.node_id, "score": s.score} for s in seeds],
+        "entities": [{"id": eid, "score": score} for eid, score in starts.items()],
+        "collections": scope_names(collections),
+        "fanout": params.fanout,
+        "related_fanout": params.related_fanout if params.hops >= 3 else 0,
+        "max_entities": params.max_entities,
+        "max_degree": params.max_degree,
+        "skip_types": list(params.skip_types),
+        "synonym_min_score": params.synonym_min_score,
+    }
+
+
 def graph_expand(
     *,
     driver: Driver,
@@ -171,20 +189,11 @@ def graph_expand(
     edges supported by, and end at units of ``collections``."""
     start_score = max((seed.score for seed in seeds), default=1.0)
     starts = {eid: start_score * weight for eid, weight in entity_starts}
-    entities = [{"id": eid, "score": score} for eid, score in starts.items()]
     started = time.perf_counter()
     rows = graph_read(
         driver,
         cypher.ANSWER_EXPAND,
-        seeds=[{"id": s.node_id, "score": s.score} for s in seeds],
-        entities=entities,
-        collections=scope_names(collections),
-        fanout=params.fanout,
-        related_fanout=params.related_fanout if params.hops >= 3 else 0,
-        max_entities=params.max_entities,
-        max_degree=params.max_degree,
-        skip_types=list(params.skip_types),
-        synonym_min_score=params.synonym_min_score,
+        **expand_parameters(seeds=seeds, starts=starts, collections=collections, params=params),
     )
     cypher_ms = (time.perf_counter() - started) * 1000
     candidates = expand_rows(rows, seeds, params)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -10,13 +11,15 @@ import numpy as np
 import pytest
 
 from apps.answers.analysis import detect_language, shannon_entropy
-from apps.answers.expansion import ExpansionParams, expand_rows, question_entity_ids, specificity
+from apps.answers.expansion import ExpansionParams, expand_parameters, expand_rows, question_entity_ids, specificity
 from apps.answers.ppr import personalized_pagerank
 from apps.answers.prompt import SYSTEM, prompt_assemble
 from apps.answers.rerank import BridgeParams, bridges_promote, rerank_apply, rerank_scores
+from apps.answers.scope import EVERY_COLLECTION
 from apps.answers.seeds import SeedLimits, seeds_search
 from apps.answers.selection import SelectionParams, dynamic_k, sources_select
 from apps.answers.types import Candidate, GraphPath, Seed
+from apps.graph import cypher
 from apps.ingest.extraction import entity_key
 from apps.ingest.graph_build import entity_id
 from apps.vectors.types import VectorMatch
@@ -331,3 +334,21 @@ def test_prompt_numbers_every_source_under_its_name() -> None:
     assert "[2] b\nIt ran on the Analytical Engine." in prompt.user
     assert prompt.user.rstrip().endswith("Question: Who wrote the first program?")
     assert prompt.tokens == len(words(prompt.system)) + len(words(prompt.user))
+
+
+def test_the_expansion_parameters_carry_every_bound_and_switch() -> None:
+    seeds = [Seed("s", "Chunk", 0.8, "text")]
+    params = ExpansionParams(hops=2, synonym_min_score=2.0, skip_types=("DATE",))
+    sent = expand_parameters(seeds=seeds, starts={"e": 0.4}, collections=EVERY_COLLECTION, params=params)
+    assert sent == {
+        "seeds": [{"id": "s", "score": 0.8}],
+        "entities": [{"id": "e", "score": 0.4}],
+        "collections": None,
+        "fanout": params.fanout,
+        "related_fanout": 0,  # two hops: no RELATED or SYNONYM step
+        "max_entities": params.max_entities,
+        "max_degree": params.max_degree,
+        "skip_types": ["DATE"],
+        "synonym_min_score": 2.0,
+    }
+    assert set(sent) == set(re.findall(r"\$(\w+)", cypher.ANSWER_EXPAND))  # exactly what the statement asks for
