@@ -66,8 +66,8 @@ def _without_synonyms(params: RetrievalParams) -> RetrievalParams:
     return dataclasses.replace(params, expansion=dataclasses.replace(params.expansion, synonym_min_score=NEVER))
 
 
-def _without_embedding_links(params: RetrievalParams) -> RetrievalParams:
-    return dataclasses.replace(params, linking=dataclasses.replace(params.linking, embedding_min_score=NEVER))
+def _with_embedding_links(params: RetrievalParams) -> RetrievalParams:
+    return dataclasses.replace(params, linking=dataclasses.replace(params.linking, embedding=True))
 
 
 def _synonyms_from(score: float) -> Callable[[RetrievalParams], RetrievalParams]:
@@ -77,7 +77,7 @@ def _synonyms_from(score: float) -> Callable[[RetrievalParams], RetrievalParams]
 
 
 def _before(params: RetrievalParams) -> RetrievalParams:
-    return _without_embedding_links(_without_synonyms(_without_titles(_without_spans(_without_lexical(params)))))
+    return _without_synonyms(_without_titles(_without_spans(_without_lexical(params))))
 
 
 # Each graph variant is the configured graph mode with one part changed (an ablation is one flag);
@@ -90,7 +90,7 @@ VARIANTS: dict[str, Callable[[RetrievalParams], RetrievalParams]] = {
     "graph-no-synonyms": _without_synonyms,
     "graph-synonyms-0.85": _synonyms_from(0.85),
     "graph-synonyms-0.95": _synonyms_from(0.95),
-    "graph-no-embedding-links": _without_embedding_links,
+    "graph-embedding-links": _with_embedding_links,
     "graph-before": _before,
     "graph-ppr": lambda params: dataclasses.replace(
         params, expansion=dataclasses.replace(params.expansion, scoring="ppr")

@@ -388,8 +388,9 @@ ANSWER_LEXICAL_WEIGHT = env_float("ANSWER_LEXICAL_WEIGHT", 0.1, minimum=0.0)
 # LINK_MAX_WORDS words are looked up as entity names (LINK_SPANS=0: spaCy's names only).
 ANSWER_LINK_SPANS = env_bool("ANSWER_LINK_SPANS", True)
 ANSWER_LINK_MAX_WORDS = env_int("ANSWER_LINK_MAX_WORDS", 6, minimum=1)
-# A name that matches no entity exactly links to the entities whose names' embeddings are at least
-# this close (cosine; above 1: exact matches only).
+# LINK_EMBEDDING=1: a name that matches no entity exactly links to the entities whose names'
+# embeddings are at least LINK_EMBEDDING_MIN_SCORE close (cosine). Off by default: no gain on the tuning sets.
+ANSWER_LINK_EMBEDDING = env_bool("ANSWER_LINK_EMBEDDING", False)
 ANSWER_LINK_EMBEDDING_MIN_SCORE = env_float("ANSWER_LINK_EMBEDDING_MIN_SCORE", 0.9, minimum=0.0)
 # Graph expansion: paths of at most this many hops (1-3), at most FANOUT entities per unit and
 # units per entity, RELATED_FANOUT neighbours per entity; entities mentioned more than

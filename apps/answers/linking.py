@@ -10,7 +10,7 @@ PERSON in the question still finds the ORG of the same name. Where one matched s
 a longer matched one ("Russian" inside "Polish-Russian War"), only the longer one links. A name
 that matched nothing exactly (overlapping no matched one, and inside no longer such name) is embedded and linked to the
 entities whose names' embeddings are nearest (``entity_name_vectors``; cosine at least
-``embedding_min_score``): "the Beatles' drummer Ringo" finds "Ringo Starr" no exact key holds.
+``embedding_min_score``; with ``embedding`` on): "D.P. Varma" finds "D. P. Varma", which no exact key holds.
 An entity's link score is its specificity (``1 / log2(1 + mentions)``, as in the expansion)
 relative to the best linked one, times the cosine for an embedding match.
 """
@@ -78,7 +78,8 @@ class LinkParams:
     max_words: int = 6
     max_degree: int = 500  # an entity more units mention than this links to nothing
     labels: tuple[str, ...] = LINK_LABELS  # the entity groups names are looked up in
-    embedding_min_score: float = 0.9  # an unmatched name links to entities this close (above 1: never)
+    embedding: bool = False  # link the names that match nothing to the entity names embedding close
+    embedding_min_score: float = 0.9  # how close (cosine)
     embedding_k: int = 2  # nearest entity names asked for per unmatched name
 
 
@@ -164,7 +165,7 @@ def entities_link(
         if norm not in matched and not _overlaps(norm, spans, matched) and _name_like(spans[norm][2])
     }
     unmatched = [norm for norm in spans if norm in free and not _inside_another(norm, spans, free)]
-    if embed is not None and unmatched and params.embedding_min_score <= 1.0:
+    if embed is not None and unmatched and params.embedding:
         kept += [{**row, "match": "embedding"} for row in _nearest(driver, spans, unmatched, embed, params)]
     best = max((specificity(row["degree"]) for row in kept), default=1.0)
     linked: dict[str, LinkedEntity] = {}

@@ -63,6 +63,7 @@ def retrieval_params(*, mode: str = "graph") -> RetrievalParams:
         linking=LinkParams(
             spans=settings.ANSWER_LINK_SPANS,
             max_words=settings.ANSWER_LINK_MAX_WORDS,
+            embedding=settings.ANSWER_LINK_EMBEDDING,
             embedding_min_score=settings.ANSWER_LINK_EMBEDDING_MIN_SCORE,
             max_degree=settings.ANSWER_MAX_DEGREE,
         ),

@@ -194,7 +194,8 @@ def test_a_name_no_entity_holds_links_to_the_nearest_entity_names_scaled_by_thei
 
     monkeypatch.setattr(linking, "graph_read", read)
     question = "Did Xawery Żuławski direct Polish Russian War?"
-    linked = entities_link(driver=None, question=question, names=[], params=LinkParams(), embed=embed)  # type: ignore[arg-type]
+    on = LinkParams(embedding=True)
+    linked = entities_link(driver=None, question=question, names=[], params=on, embed=embed)  # type: ignore[arg-type]
     # Only the span that matched nothing and overlaps no match is embedded; the hub stays out.
     assert embedded == [["Polish Russian War"]]
     assert nearest_asked[0]["k"] == LinkParams().embedding_k
@@ -206,9 +207,9 @@ def test_a_name_no_entity_holds_links_to_the_nearest_entity_names_scaled_by_thei
     assert linked[1].score == pytest.approx(0.95) and linked[1].span == "Polish Russian War"
 
     embedded.clear()
-    entities_link(driver=None, question="What happened in Oslo in 1986?", names=[], params=LinkParams(), embed=embed)  # type: ignore[arg-type]
+    entities_link(driver=None, question="What happened in Oslo in 1986?", names=[], params=on, embed=embed)  # type: ignore[arg-type]
     assert embedded == [["Oslo"]]  # a bare year is never embedded
     embedded.clear()
-    off = LinkParams(embedding_min_score=2.0)
+    off = LinkParams()  # the default: exact matches only
     assert len(entities_link(driver=None, question=question, names=[], params=off, embed=embed)) == 1  # type: ignore[arg-type]
     assert embedded == []
