@@ -94,13 +94,18 @@ def check_redis() -> CheckResult:
     return CheckResult(deps.REDIS, True, f"PONG from {settings.CELERY_BROKER_URL}")
 
 
-def _workers(name: str) -> tuple[Consumers | None, CheckResult | None]:
-    """The workers' answer, or the result that says why there is none."""
+def _workers(name: str, queues: tuple[str, ...]) -> tuple[Consumers | None, CheckResult | None]:
+    """The workers' answer, or the result that says why there is none. When no worker answers for
+    one of ``queues`` within the short wait, they are asked once more with a longer one: a worker
+    busy loading a model or running a long task answers late, and is not absent."""
     try:
         _redis_ping(settings.CELERY_BROKER_URL)
     except Exception as exc:
         return None, _down(name, f"broker unreachable ({_describe(exc)})", fix=deps.fix_for(deps.REDIS))
-    consumers = workers_detail(timeout=min(0.5, settings.HEALTH_CHECK_TIMEOUT / 2))
+    short = min(0.5, settings.HEALTH_CHECK_TIMEOUT / 2)
+    consumers = workers_detail(timeout=short)
+    if consumers.known and any(consumers.missing(queue) for queue in queues):
+        consumers = workers_detail(timeout=min(1.0, settings.HEALTH_CHECK_TIMEOUT / 3))
     if not consumers.known:
         return None, _down(name, "cannot ask the workers (no answer from the broker)")
     return consumers, None
@@ -118,11 +123,11 @@ def check_celery() -> CheckResult:
     """The workers of everything but generation: ingestion, exact attribution, the beat's maintenance."""
     from ragkg.celery import QUEUE_INGEST
 
-    consumers, down = _workers(deps.CELERY)
+    queues = (QUEUE_INGEST, settings.PROVENANCE_EXACT_QUEUE, settings.MAINTENANCE_QUEUE)
+    consumers, down = _workers(deps.CELERY, queues)
     if consumers is None:
         assert down is not None
         return down
-    queues = (QUEUE_INGEST, settings.PROVENANCE_EXACT_QUEUE, settings.MAINTENANCE_QUEUE)
     missing = [queue for queue in queues if consumers.missing(queue)]
     served = {queue: consumers.of(queue) for queue in queues if not consumers.missing(queue)}
     detail = "; ".join(f"{queue}: {_worker_list(consumers, names)}" for queue, names in served.items())
@@ -135,11 +140,11 @@ def check_celery() -> CheckResult:
 
 def check_generation() -> CheckResult:
     """The workers of the generation queue, with their slots: what a question with generation needs."""
-    consumers, down = _workers(deps.GENERATION)
+    queue = settings.ANSWER_GENERATION_QUEUE
+    consumers, down = _workers(deps.GENERATION, (queue,))
     if consumers is None:
         assert down is not None
         return down
-    queue = settings.ANSWER_GENERATION_QUEUE
     names = consumers.of(queue)
     if not names:
         return _down(

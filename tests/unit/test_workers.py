@@ -98,3 +98,30 @@ def test_no_worker_is_said_only_when_a_second_longer_ask_agrees(monkeypatch: pyt
     assert waits[0] is None and waits[1] is not None and waits[1] > 0.5
     assert queue_consumers().of("gpu") == ("gpu@slow",)  # the second answer is kept
     workers.consumers_forget()
+
+
+def test_a_generation_worker_that_answers_late_is_asked_again_not_reported_absent(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from apps.health import checks
+
+    asked: list[float] = []
+    answers = [
+        Consumers(known=True, by_queue={"ingest": ("ingest@host",)}),  # the gpu worker missed the short wait
+        Consumers(known=True, by_queue={"gpu": ("gpu@host",)}, slots={"gpu@host": 2}, busy={"gpu@host": 1}),
+    ]
+
+    def detail(*, timeout: float | None = None) -> Consumers:
+        asked.append(timeout or 0.0)
+        return answers[len(asked) - 1]
+
+    monkeypatch.setattr(checks, "_redis_ping", lambda url: None)
+    monkeypatch.setattr(checks, "workers_detail", detail)
+    result = checks.check_generation()
+    assert result.ok and "1 of 2 slots busy" in result.detail
+    assert len(asked) == 2 and asked[1] > asked[0]
+
+    asked.clear()
+    answers[1] = answers[0]  # still nobody on the queue after the longer wait: absent
+    result = checks.check_generation()
+    assert not result.ok and "no generation worker is running" in result.detail and len(asked) == 2
