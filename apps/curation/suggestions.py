@@ -20,6 +20,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from difflib import SequenceMatcher
 from itertools import combinations
+from typing import Any
 
 import numpy as np
 from django.conf import settings
@@ -217,23 +218,17 @@ def synonym_edges(
         limit=limit,
     )
     return [
-        SynonymEdge(
-            source=Candidate(
-                str(r["source"]),
-                str(r["source_name"] or ""),
-                str(r["source_type"] or ""),
-                (),
-                int(r["source_mentions"]),
-            ),
-            target=Candidate(
-                str(r["target"]),
-                str(r["target_name"] or ""),
-                str(r["target_type"] or ""),
-                (),
-                int(r["target_mentions"]),
-            ),
-            score=float(r["score"]),
-            status=str(r["status"]),
-        )
+        SynonymEdge(_end(r, "source"), _end(r, "target"), score=float(r["score"]), status=str(r["status"]))
         for r in records
     ]
+
+
+def _end(record: Any, end: str) -> Candidate:
+    """One end of a ``CURATION_SYNONYMS`` record (``end``: source or target)."""
+    return Candidate(
+        str(record[end]),
+        str(record[f"{end}_name"] or ""),
+        str(record[f"{end}_type"] or ""),
+        (),
+        int(record[f"{end}_mentions"]),
+    )

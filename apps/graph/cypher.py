@@ -297,7 +297,7 @@ RETURN row.source AS source, row.predicate AS predicate, row.target AS target, c
 SYNONYMS_READ = """
 UNWIND $rows AS row
 MATCH (:Entity {id: row.source})-[s:SYNONYM]->(:Entity {id: row.target})
-RETURN row.source AS source, row.target AS target, s.score AS score, s.status AS status
+RETURN row.source AS source, row.target AS target, s.status AS status
 """
 
 # --- curation: each statement applies one logged change, and applying it twice changes nothing -----

@@ -80,13 +80,17 @@ def entity_names_embed(*, driver: Driver, embed: Embed, entities: Iterable[Mappi
     for row in entities:
         names.setdefault(row["id"], (row["name"], row["type"]))
     known = entities_with_vectors(driver=driver, ids=list(names))
-    todo = [(entity, name, kind) for entity, (name, kind) in names.items() if entity not in known]
-    if not todo:
+    return _names_embed(embed, [(entity, name, kind) for entity, (name, kind) in names.items() if entity not in known])
+
+
+def _names_embed(embed: Embed, entities: Sequence[tuple[str, str, str]]) -> list[dict[str, Any]]:
+    """``{id, type, vector}`` rows for (id, name, type) entities, their names embedded in one call."""
+    if not entities:
         return []
-    vectors = embed([name for _, name, _ in todo])
+    vectors = embed([name for _, name, _ in entities])
     return [
         {"id": entity, "type": kind, "vector": [float(x) for x in vector]}
-        for (entity, _, kind), vector in zip(todo, vectors, strict=True)
+        for (entity, _, kind), vector in zip(entities, vectors, strict=True)
     ]
 
 
@@ -114,11 +118,7 @@ def synonyms_backfill(*, driver: Driver, embed: Embed, params: SynonymParams, ba
     after = ""
     while page := entities_without_vectors(driver=driver, after=after, limit=batch):
         after = page[-1]["id"]
-        vectors = embed([row["name"] or "" for row in page])
-        rows = [
-            {"id": row["id"], "type": row["type"] or "", "vector": [float(x) for x in vector]}
-            for row, vector in zip(page, vectors, strict=True)
-        ]
+        rows = _names_embed(embed, [(row["id"], row["name"] or "", row["type"] or "") for row in page])
         edges += synonyms_link(driver=driver, rows=rows, params=params)
         embedded += len(rows)
         logger.info("synonym backfill: %d entities embedded, %d edges so far", embedded, edges)
