@@ -4,6 +4,7 @@ from django.urls import include, path
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("", include("apps.accounts.urls")),
+    path("", include("apps.api.urls")),
     path("", include("apps.health.urls")),
     path("", include("apps.observability.urls")),
     path("", include("apps.ingest.urls")),

@@ -47,3 +47,27 @@ class CollectionGrant(models.Model):
 
     def __str__(self) -> str:
         return f"{self.collection_id} → {self.user or self.group}"
+
+
+class ApiKey(models.Model):
+    """A user's key for scripts and clients (``Authorization: Bearer KEY``), stored hashed.
+
+    The key reads ``rkg_<key_id>_<secret>``: ``key_id`` is public (listed, revoked by it), the
+    whole key is kept only as its SHA-256 (a random 256-bit secret needs no slow hash). A key acts as
+    its user: the same collections and roles, wherever a logged-in session would.
+    """
+
+    key_id = models.CharField(primary_key=True, max_length=16)
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_keys")
+    name = models.CharField(max_length=100, blank=True)
+    digest = models.CharField(max_length=64)
+    created_at = models.DateTimeField(auto_now_add=True)
+    expires_at = models.DateTimeField(null=True, blank=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.key_id} ({self.name or 'unnamed'})"

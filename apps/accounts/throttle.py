@@ -139,3 +139,30 @@ def login_succeeded(*, username: str, store: FailureStore | None = None) -> None
         (store or failure_store()).clear(username_key(username))
     except redis.RedisError as exc:
         logger.warning("log-in throttle unavailable, failures not cleared: %s", exc)
+
+
+def key_address_key(address: str) -> str:
+    return f"{KEY_PREFIX}key-ip:{address}"
+
+
+def key_refusal(*, address: str, store: FailureStore | None = None) -> Refusal | None:
+    """A Refusal when ``address`` has sent too many unknown API keys (the log-in limits per address)."""
+    limit = settings.LOGIN_MAX_FAILURES_PER_IP
+    if limit <= 0:
+        return None
+    try:
+        ((count, ttl),) = (store or failure_store()).counts([key_address_key(address)])
+    except redis.RedisError as exc:
+        logger.warning("API key throttle unavailable, letting the request through: %s", exc)
+        return None
+    return Refusal(retry_after=ttl or settings.LOGIN_WINDOW_SECONDS) if count >= limit else None
+
+
+def key_failed(*, address: str, store: FailureStore | None = None) -> None:
+    """Count one failed API key check against the address."""
+    if settings.LOGIN_MAX_FAILURES_PER_IP <= 0:
+        return
+    try:
+        (store or failure_store()).add([key_address_key(address)], window=settings.LOGIN_WINDOW_SECONDS)
+    except redis.RedisError as exc:
+        logger.warning("API key throttle unavailable, failure not counted: %s", exc)

@@ -81,7 +81,7 @@ def _line(event: str, **data: Any) -> bytes:
     return (json.dumps({"event": event, **data}, ensure_ascii=False) + "\n").encode()
 
 
-def _events(answer: Answer) -> Iterator[bytes]:
+def answer_events(answer: Answer) -> Iterator[bytes]:
     yield _line("retrieval", **services.answer_result(answer))
     if answer.state == Answer.RETRIEVED:
         for event, data in services.generation_events(answer):
@@ -116,7 +116,7 @@ def ask(request: HttpRequest) -> HttpResponse | StreamingHttpResponse:
         answer = services.answer_start(**options, user=user, tools=tools, params=retrieval_params(mode=options["mode"]))
     except AnswerError as exc:
         return JsonResponse({"error": exc.message, "stage": exc.stage}, status=exc.status)
-    response = StreamingHttpResponse(_events(answer), content_type="application/x-ndjson")
+    response = StreamingHttpResponse(answer_events(answer), content_type="application/x-ndjson")
     response["Cache-Control"] = "no-cache"
     response["X-Accel-Buffering"] = "no"
     return response

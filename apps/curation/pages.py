@@ -233,13 +233,18 @@ def readable_documents(collections: Collections) -> QuerySet[Document]:
     return documents if collections is None else documents.filter(collection__in=list(collections))
 
 
-def documents_page(*, filters: DocumentFilters, collections: Collections, page: str | int | None) -> Page[Document]:
+def documents_filtered(*, filters: DocumentFilters, collections: Collections) -> QuerySet[Document]:
+    """The readable documents that match ``filters``, by collection and path."""
     documents = readable_documents(collections)
     if filters.collection:
         documents = documents.filter(collection=filters.collection)
     if filters.text:
         documents = documents.filter(Q(title__icontains=filters.text) | Q(path__icontains=filters.text))
-    return Paginator(documents.order_by("collection", "path"), PAGE_SIZE).get_page(page)
+    return documents.order_by("collection", "path")
+
+
+def documents_page(*, filters: DocumentFilters, collections: Collections, page: str | int | None) -> Page[Document]:
+    return Paginator(documents_filtered(filters=filters, collections=collections), PAGE_SIZE).get_page(page)
 
 
 def document_collections(collections: Collections) -> list[str]:

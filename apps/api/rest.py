@@ -1,0 +1,158 @@
+"""The REST API under /api/v1/ (django-ninja): its authentication, its errors, its routers.
+
+Every operation needs a caller: ``Authorization: Bearer KEY`` (checked by
+apps/accounts/middleware.py, which sets ``request.api_key``) or a logged-in browser session (CSRF
+checked on writes). Errors are JSON ``{"error": code, "message": text}`` with a stable code:
+``invalid_request`` (400, the field named), ``unauthorized`` (401), ``forbidden`` (403),
+``not_found`` (404: also what a resource the caller cannot read gives), ``conflict`` (409),
+``too_large`` (413), ``busy`` / ``no_worker`` (429/503 with Retry-After), ``unavailable`` (503),
+``internal_error`` (500, never a stack trace). The OpenAPI 3.1 document is /api/v1/openapi.json,
+its browsable page /api/v1/docs.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+from django.conf import settings
+from django.core.exceptions import RequestDataTooBig, TooManyFilesSent
+from django.http import Http404, HttpRequest, HttpResponse
+from ninja import NinjaAPI
+from ninja.errors import AuthenticationError, HttpError, ValidationError
+from ninja.security import HttpBearer, SessionAuth
+
+from apps.answers.types import AnswerError
+from apps.api.errors import ApiError
+from apps.core.admission import Busy
+
+logger = logging.getLogger(__name__)
+
+DESCRIPTION = """ragkg's knowledge graph from code: collections and their grants, documents (upload, list,
+graph counts, delete), ingestion jobs, questions and their answers with sentence-level citations and
+token provenance, and the change log with proof bundles.
+
+Authenticate with `Authorization: Bearer KEY` (make a key on /account/keys/ or with
+`python manage.py apikeys create USERNAME`); a key acts as its user, with exactly that user's
+collections and roles. Errors are JSON `{"error": code, "message": text}`."""
+
+
+class BearerKey(HttpBearer):
+    """The key the middleware accepted (a bad key never reaches an operation: it gets 401 there)."""
+
+    def authenticate(self, request: HttpRequest, token: str) -> Any:
+        return request.user if getattr(request, "api_key", None) is not None else None
+
+
+class Session(SessionAuth):
+    """A logged-in browser session (CSRF checked on writes)."""
+
+    def authenticate(self, request: HttpRequest, key: str | None) -> Any:
+        if getattr(request, "api_key", None) is not None:
+            return None
+        return super().authenticate(request, key)
+
+
+api = NinjaAPI(
+    title="ragkg",
+    version="1",
+    description=DESCRIPTION,
+    urls_namespace="api-v1",
+    auth=[BearerKey(), Session()],
+)
+
+
+def error(request: HttpRequest, status: int, code: str, message: str, **extra: Any) -> HttpResponse:
+    response = api.create_response(request, {"error": code, "message": message, **extra}, status=status)
+    if "retry_after" in extra:
+        response["Retry-After"] = str(extra["retry_after"])
+    return response
+
+
+def _field(error_item: dict[str, Any]) -> str:
+    location = [
+        str(part) for part in error_item.get("loc", ()) if part not in ("body", "query", "path", "form", "payload")
+    ]
+    return ".".join(location)
+
+
+@api.exception_handler(ValidationError)
+def _invalid(request: HttpRequest, exc: ValidationError) -> HttpResponse:
+    fields = [{"field": _field(item), "message": str(item.get("msg", "invalid"))} for item in exc.errors]
+    named = "; ".join(f"{item['field'] or 'body'}: {item['message']}" for item in fields) or "the request is not valid"
+    return error(request, 400, "invalid_request", named, fields=fields)
+
+
+@api.exception_handler(AuthenticationError)
+def _unauthorized(request: HttpRequest, exc: AuthenticationError) -> HttpResponse:
+    response = error(
+        request,
+        401,
+        "unauthorized",
+        "Send Authorization: Bearer KEY (make a key on /account/keys/ or with `manage.py apikeys create`) or log in.",
+    )
+    response["WWW-Authenticate"] = 'Bearer realm="ragkg"'
+    return response
+
+
+@api.exception_handler(ApiError)
+def _api_error(request: HttpRequest, exc: ApiError) -> HttpResponse:
+    return error(request, exc.status, exc.code, exc.message, **exc.extra)
+
+
+@api.exception_handler(Http404)
+def _not_found(request: HttpRequest, exc: Http404) -> HttpResponse:
+    return error(request, 404, "not_found", str(exc) or "No such resource.")
+
+
+@api.exception_handler(HttpError)
+def _http_error(request: HttpRequest, exc: HttpError) -> HttpResponse:
+    codes = {400: "invalid_request", 403: "forbidden", 404: "not_found", 405: "method_not_allowed", 429: "busy"}
+    return error(request, exc.status_code, codes.get(exc.status_code, "error"), str(exc))
+
+
+@api.exception_handler(RequestDataTooBig)
+def _too_large(request: HttpRequest, exc: RequestDataTooBig) -> HttpResponse:
+    limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+    return error(
+        request, 413, "too_large", f"The request body is over the limit ({limit} bytes outside uploaded files)."
+    )
+
+
+@api.exception_handler(TooManyFilesSent)
+def _too_many_files(request: HttpRequest, exc: TooManyFilesSent) -> HttpResponse:
+    return error(request, 413, "too_large", f"At most {settings.DATA_UPLOAD_MAX_NUMBER_FILES} files per request.")
+
+
+@api.exception_handler(json.JSONDecodeError)
+def _not_json(request: HttpRequest, exc: json.JSONDecodeError) -> HttpResponse:
+    return error(request, 400, "invalid_request", f"body: not valid JSON ({exc.msg} at character {exc.pos})")
+
+
+@api.exception_handler(Busy)
+def _busy(request: HttpRequest, exc: Busy) -> HttpResponse:
+    status = 503 if exc.kind == "no_worker" else 429
+    return error(request, status, exc.kind, exc.message, retry_after=exc.retry_after)
+
+
+@api.exception_handler(AnswerError)
+def _answer_error(request: HttpRequest, exc: AnswerError) -> HttpResponse:
+    code = {400: "invalid_request", 404: "not_found", 429: "busy"}.get(exc.status, "unavailable")
+    return error(request, exc.status, code, exc.message, stage=exc.stage)
+
+
+@api.exception_handler(Exception)
+def _internal(request: HttpRequest, exc: Exception) -> HttpResponse:
+    logger.exception("API %s %s failed", request.method, request.path)
+    return error(request, 500, "internal_error", "Something went wrong on the server; it is logged.")
+
+
+def _routers() -> None:
+    from apps.api import routes_answers, routes_library
+
+    api.add_router("/", routes_library.router)
+    api.add_router("/", routes_answers.router)
+
+
+_routers()
