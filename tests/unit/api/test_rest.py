@@ -193,3 +193,12 @@ def test_the_change_log_needs_the_auditor_role_and_missing_entries_are_404() -> 
     assert refused.status_code == 403 and refused.json()["error"] == "forbidden"
     assert client.get("/api/v1/changes/999999", **bearer(auditor_key)).status_code == 404
     assert client.get("/api/v1/changes/999999/proof", **bearer(auditor_key)).status_code == 404
+
+
+def test_unknown_paths_and_methods_are_json_errors_too() -> None:
+    _user, key = keyed("cora")
+    client = Client()
+    missing = client.get("/api/v1/nothing-here", **bearer(key))
+    assert missing.status_code == 404 and missing.json()["error"] == "not_found"
+    wrong = client.get("/api/v1/ask", **bearer(key))
+    assert wrong.status_code == 405 and wrong.json()["error"] == "method_not_allowed" and "POST" in wrong["Allow"]
