@@ -13,7 +13,7 @@ WITH_ENV := bash scripts/with-env.sh
 # and state under var/test, so it never touches a running development stack.
 LINT_ENV := DJANGO_DEBUG=1 DJANGO_SECRET_KEY=lint
 
-.PHONY: help setup run up down status doctor migrate graph-schema test test-unit lint format bench-ingest bench-vectors bench-answers bench-scale bench-answer-quality bench-not-found bench-multihop bench-quality bench-encoders bench-analysis bench-attribution bench-ledger attribution-calibrate
+.PHONY: help setup run up down status doctor migrate graph-schema chromium test test-unit lint format bench-ingest bench-vectors bench-answers bench-scale bench-answer-quality bench-not-found bench-multihop bench-quality bench-encoders bench-analysis bench-attribution bench-ledger attribution-calibrate
 
 help:
 	@echo "make run      set up this machine, start everything, serve http://127.0.0.1:8000"
@@ -166,7 +166,13 @@ format:
 	$(VENV)/bin/ruff format .
 	$(VENV)/bin/ruff check --fix .
 
-test: setup lint
+# The browser tests' Chromium (tests/browser): Debian's package, launched by Playwright from /usr/bin/chromium
+# (`playwright install` cannot download here). Only the test setup installs it: `make run` needs no browser.
+chromium:
+	@[ -x /usr/bin/chromium ] || { echo "test setup: installing Chromium for the browser tests"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; }
+
+test: setup lint chromium
 	$(PY) -m pytest
 
 test-unit: setup

@@ -4,12 +4,17 @@ Only ``ragkg.settings`` (and the service scripts, which read the same
 settings) call these. Every reader fails loudly with the variable's name and
 the offending value, so a typo in the environment stops the process at start
 instead of surfacing later as odd behaviour.
+
+``dotenv_load`` is the one exception to "the environment is the only input":
+``manage.py`` calls it before Django loads the settings, so a command typed
+by hand sees ``.env`` as the ``make`` targets do (scripts/with-env.sh).
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+import re
+from collections.abc import Mapping, MutableMapping
 from pathlib import Path
 
 _TRUE = frozenset({"1", "true", "yes", "on"})
@@ -122,3 +127,47 @@ def env_url(name: str, default: str, schemes: tuple[str, ...], *, environ: Mappi
     if not sep or scheme not in schemes or not rest:
         raise EnvError(f"{name}={value!r} is not a URL with scheme {' or '.join(schemes)}")
     return value
+
+
+# The defaults scripts/with-env.sh exports after .env when neither sets them: the local stack serves plain
+# http on 127.0.0.1, so no https-only cookies or redirects unless RAGKG_HTTPS=1 (a deployment behind TLS).
+DOTENV_DEFAULTS = {"RAGKG_HTTPS": "0"}
+DOTENV_SWITCH = "RAGKG_DOTENV"  # "0": read no .env and add no defaults (the test suite sets it)
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def dotenv_parse(text: str, *, source: str = ".env") -> list[tuple[str, str]]:
+    """The ``KEY=VALUE`` lines of ``text``, read as scripts/with-env.sh reads them: blank lines and lines
+    starting with ``#`` are skipped, the value is everything after the first ``=``, verbatim (no quotes
+    removed, no spaces trimmed, no ``$`` expanded). A line without ``=`` or whose key is not a variable
+    name is an error naming ``source`` and the line number (with-env.sh stops on the second and misreads
+    the first as ``KEY=KEY``)."""
+    pairs = []
+    for number, line in enumerate(text.split("\n"), start=1):
+        if line == "" or line.startswith("#"):
+            continue
+        key, sep, value = line.partition("=")
+        if not sep or not _NAME.fullmatch(key):
+            raise EnvError(f"{source}:{number}: {line[:40]!r} is not a KEY=VALUE line")
+        pairs.append((key, value))
+    return pairs
+
+
+def dotenv_load(path: Path, environ: MutableMapping[str, str] = os.environ) -> list[str]:
+    """Export ``path``'s settings (when the file exists) and ``DOTENV_DEFAULTS`` into ``environ``,
+    setting only variables it does not have: the environment wins, even with an empty value (a blank
+    ``RAGKG_HTTPS`` still gets its default, as in with-env.sh). Nothing at all with ``RAGKG_DOTENV=0``.
+    Returns the names it set, in file order."""
+    if environ.get(DOTENV_SWITCH) == "0":
+        return []
+    pairs = dotenv_parse(os.fsdecode(path.read_bytes()), source=str(path)) if path.is_file() else []
+    added = []
+    for key, value in pairs:
+        if key not in environ:
+            environ[key] = value
+            added.append(key)
+    for key, value in DOTENV_DEFAULTS.items():
+        if not environ.get(key):
+            environ[key] = value
+            added += [] if key in added else [key]
+    return added

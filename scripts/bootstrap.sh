@@ -5,8 +5,8 @@
 #      (and requirements-nodeps.txt, weight-only wheels installed without their dependencies),
 #   3. the embedded Neo4j (tools/neo4j, dependencies from Maven Central),
 #   4. the chain tools (tools/chain: the anvil node and the Solidity compiler, from npm),
-#   5. Debian's Chromium for the browser tests (Playwright drives it; `playwright install` cannot download here),
-#   6. a .env with a generated DJANGO_SECRET_KEY when there is none.
+#   5. a .env with a generated DJANGO_SECRET_KEY when there is none.
+# Test-only tools are the test setup's (the Makefile's chromium target, run by `make test`), not this script's.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -67,12 +67,6 @@ if [ "$(cat "$chain_stamp" 2>/dev/null)" != "$chain_want" ]; then
   echo "setup: installing the chain tools (tools/chain: anvil, solc)"
   (cd tools/chain && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error)
   echo "$chain_want" >"$chain_stamp"
-fi
-
-# The browser tests' Chromium (tests/browser): Debian's package, launched by Playwright from /usr/bin/chromium.
-if [ ! -x /usr/bin/chromium ]; then
-  echo "setup: installing Chromium for the browser tests"
-  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium
 fi
 
 if [ ! -f .env ]; then

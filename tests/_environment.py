@@ -12,6 +12,8 @@ from pathlib import Path
 
 TEST_ENVIRONMENT = {
     "DJANGO_SETTINGS_MODULE": "ragkg.settings",
+    # manage.py in a subprocess reads no .env: a developer's settings never reach the suite's commands.
+    "RAGKG_DOTENV": "0",
     "RAGKG_STATE_DIR": "var/test",
     "DJANGO_DEBUG": "0",
     "DJANGO_SECRET_KEY": "test-secret-key",

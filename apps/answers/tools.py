@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import atexit
 import functools
 import gc
 from collections.abc import Callable
@@ -75,9 +76,12 @@ def retrieval_params(*, mode: str = "graph") -> RetrievalParams:
 def _freeze_heap() -> None:
     """Move everything loaded so far (models, tokenizers) out of the garbage collector's sight:
     a full collection then no longer walks millions of long-lived objects in the middle of a
-    question (one such pass took 0.7 s at 100k chunks)."""
+    question (one such pass took 0.7 s at 100k chunks). They are handed back at exit, so the
+    interpreter's last collection frees them: frozen, the cycles among the modules' objects
+    outlive the C extensions' teardown, and triton's bindings print "nanobind: leaked ..."."""
     gc.collect()
     gc.freeze()
+    atexit.register(gc.unfreeze)
 
 
 def _torch_threads(count: int) -> None:

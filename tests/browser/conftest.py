@@ -24,7 +24,7 @@ from tests.browser.support import JOURNAL, MUSEUM, SOCIETY, Browsing, Corpus, Pe
 from tests.conftest import services, web_server_running
 from tests.support import manage, manage_within
 
-CHROMIUM = Path("/usr/bin/chromium")  # Debian's package (scripts/bootstrap.sh installs it)
+CHROMIUM = Path("/usr/bin/chromium")  # Debian's package (`make test` installs it: the Makefile's chromium target)
 PASSWORD = "browser-test-password-1912"
 ADMIN = Persona("browser-admin", PASSWORD)
 AUDITOR = Persona("browser-auditor", PASSWORD)
@@ -187,7 +187,7 @@ def outsider(people: None) -> Persona:
 @pytest.fixture(scope="package")
 def browser() -> Iterator[Browser]:
     if not CHROMIUM.exists():
-        pytest.fail(f"{CHROMIUM} is missing: `make setup` installs Debian's chromium for the browser tests")
+        pytest.fail(f"{CHROMIUM} is missing: `make chromium` (run by `make test`) installs Debian's chromium")
     with sync_playwright() as playwright:
         chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True)
         yield chromium

@@ -48,6 +48,7 @@ def production_env(tmp_path: Path, **extra: str) -> dict[str, str]:
         DJANGO_CSRF_TRUSTED_ORIGINS=f"https://{HOST}",
         RAGKG_STATE_DIR=str(tmp_path),
         LEDGER_ANCHOR_INTERVAL="0",
+        RAGKG_DOTENV="0",  # a production box: no development .env, no make defaults
         **extra,
     )
     return env
