@@ -40,7 +40,8 @@ from neo4j import Driver
 from PIL import Image
 from pytest_django.fixtures import Settings
 
-from apps.accounts.models import Collection
+from apps.accounts.apikeys import key_create
+from apps.accounts.models import ApiKey, Collection, CollectionGrant
 from apps.accounts.roles import AUDITOR, CURATOR, VIEWER
 from apps.accounts.services import collection_grant, group_member_set, role_set
 from apps.answers.models import Answer
@@ -77,6 +78,33 @@ GET_EXPECTED: dict[str, tuple[int, ...]] = {
     # accounts
     "login": (200, 302, 302, 302, 302, 302),  # logged in: back to /
     "logout": (405, 405, 405, 405, 405, 405),  # a POST with its CSRF token
+    # API keys: each user's own (the key in the path is the member's)
+    "api-keys": (302, 200, 200, 200, 200, 200),
+    "api-key-revoke": (405, 405, 405, 405, 405, 405),
+    # the REST API: a key or a session; 401 without; what a caller cannot read is 404 like a missing thing
+    "api-v1:openapi-json": (200, 200, 200, 200, 200, 200),
+    "api-v1:openapi-view": (200, 200, 200, 200, 200, 200),
+    "api-v1:api-root": (404, 404, 404, 404, 404, 404),
+    "api-v1:collections_list": (401, 200, 200, 200, 200, 200),
+    "api-v1:collection_create": (401, 200, 200, 200, 200, 200),  # the same path: GET lists
+    "api-v1:grants_list": (401, 404, 403, 404, 404, 200),  # the member reads it but does not own it
+    "api-v1:grant_add": (401, 404, 403, 404, 404, 200),
+    "api-v1:grant_remove": (401, 404, 403, 404, 404, 200),
+    "api-v1:documents_list": (401, 200, 200, 200, 200, 200),
+    "api-v1:documents_upload": (401, 200, 200, 200, 200, 200),
+    "api-v1:document_get": (401, 404, 200, 404, 404, 200),
+    "api-v1:document_remove": (401, 404, 200, 404, 404, 200),
+    "api-v1:document_deletion_preview": (401, 404, 200, 404, 404, 200),
+    "api-v1:job_get": (401, 404, 200, 404, 404, 200),
+    "api-v1:job_retry_create": (405, 405, 405, 405, 405, 405),
+    "api-v1:ask": (405, 405, 405, 405, 405, 405),
+    "api-v1:answer_get": (401, 404, 200, 404, 404, 200),
+    "api-v1:change_get": (401, 403, 403, 403, 404, 200),
+    "api-v1:change_proof": (401, 403, 403, 403, 404, 200),
+    # OpenAI-compatible chat and MCP: an API key only (a browser session gets 401)
+    "openai-models": (401, 401, 401, 401, 401, 401),
+    "openai-chat": (401, 401, 401, 401, 401, 401),
+    "mcp": (401, 401, 401, 401, 401, 401),
     # health, metrics, the graph overview: open to everyone
     "healthz": (200, 200, 200, 200, 200, 200),
     "status": (200, 200, 200, 200, 200, 200),
@@ -168,8 +196,30 @@ POST_EXPECTED: dict[str, tuple[int | None, ...]] = {
     "curation:document-delete": (302, 403, 403, 404, 403, NOT_WALKED),
     "curation:job-retry": (302, 403, 403, 404, 403, NOT_WALKED),
     "ingest-jobs": (302, 302, 302, 400, 302, NOT_WALKED),
+    "api-key-revoke": (302, 302, NOT_WALKED, 302, 302, NOT_WALKED),  # someone else's key: refused
+    "api-v1:collection_create": (401, 403, 403, NOT_WALKED, 403, NOT_WALKED),
+    "api-v1:grant_add": (401, 404, 403, 404, 404, NOT_WALKED),
+    "api-v1:documents_upload": (401, 403, 403, 400, 403, NOT_WALKED),  # into a collection not theirs
+    "api-v1:job_retry_create": (401, 403, 403, 404, 403, NOT_WALKED),
+    "api-v1:ask": (401, 200, NOT_WALKED, 200, 200, NOT_WALKED),
+    "openai-chat": (401, 401, 401, 401, 401, 401),
+    "mcp": (401, 401, 401, 401, 401, 401),
 }
-PUBLIC_POSTS = {"api-ask", "home", "search", "ledger:verify"}  # answered, not refused: may record an answer
+PUBLIC_POSTS = {"api-ask", "home", "search", "ledger:verify", "api-v1:ask"}  # answered: may record an answer
+# DELETE per pattern name and persona, like POST_EXPECTED (with the query string the operation reads).
+DELETE_EXPECTED: dict[str, tuple[int | None, ...]] = {
+    "api-v1:document_remove": (401, 403, 403, 404, 403, NOT_WALKED),
+    "api-v1:grant_remove": (401, 404, 403, 404, 404, NOT_WALKED),
+}
+DELETE_QUERIES = {"api-v1:grant_remove": "?group=team"}
+# The same API with each persona's key instead of a session: the statuses of the session walk but for
+# the key-only endpoints, which a key opens (GET on chat and MCP: they take POST).
+KEY_PREFIXES = ("api-v1:", "openai-", "mcp", "api-key")
+KEY_GET_CHANGES: dict[str, tuple[int, ...]] = {
+    "openai-models": (401, 200, 200, 200, 200, 200),
+    "openai-chat": (401, 405, 405, 405, 405, 405),
+    "mcp": (401, 405, 405, 405, 405, 405),
+}
 
 ADMIN_PREFIX = "admin/"
 
@@ -225,6 +275,7 @@ class World:
     relation: dict[str, str]
     second_entity: str
     traces: dict[str, str] = field(default_factory=dict)
+    keys: dict[str, str] = field(default_factory=dict)  # persona: API key
 
     def leaks(self, body: str, *sent: str) -> list[str]:
         """The traces ``body`` holds once what the request sent (and the page echoes) is taken out."""
@@ -329,10 +380,15 @@ def world(empty_graph: Driver, people: dict[str, User]) -> World:
             "seq": str(entry.seq),
             "image_id": image["id"],
             "variant": "thumb",
+            "name": PRIVATE,
+            "key_id": "",
         },
         relation={k: str(v) for k, v in relation.items()},
         second_entity=only_private[1]["id"],
     )
+    made = {persona: key_create(user=user, name="walk") for persona, user in people.items()}
+    world.keys = {persona: key.secret for persona, key in made.items()}
+    world.ids["key_id"] = made["member"].key.key_id
     world.traces = {
         "marker": MARKER,
         "collection": PRIVATE,
@@ -375,6 +431,8 @@ def redirect_ok(name: str, persona: str, response: Any) -> bool:
     location = str(response.get("Location", ""))
     if name == "login":
         return location == "/"
+    if name == "api-key-revoke" and persona != "visitor":
+        return location == reverse("api-keys")
     return location.startswith("/admin/login/" if name in ADMIN_LOGIN_PAGES else "/accounts/login/")
 
 
@@ -393,6 +451,8 @@ def state(driver: Driver) -> str:
         list(IngestJob.objects.values_list("id", "state").order_by("id")),
         list(Document.objects.values_list("id", flat=True).order_by("id")),
         list(Collection.objects.values_list("name", "public").order_by("name")),
+        list(CollectionGrant.objects.values_list("collection_id", "user_id", "group_id").order_by("pk")),
+        list(ApiKey.objects.values_list("key_id", "revoked_at").order_by("key_id")),
     ]
     return hashlib.sha256(json.dumps([graph, records], default=str, sort_keys=True).encode()).hexdigest()
 
@@ -422,6 +482,23 @@ def post_body(name: str, world: World) -> dict[str, Any] | str:
         "curation:document-delete": {},
         "curation:job-retry": {},
         "ingest-jobs": {"collection": PRIVATE, "files": SimpleUploadedFile("y.txt", b"Planted text.")},
+        "api-key-revoke": {},
+        "api-v1:collection_create": json.dumps({"name": "planted", "public": True}),
+        "api-v1:grant_add": json.dumps({"user": "outsider"}),
+        "api-v1:documents_upload": {"collection": PRIVATE, "files": SimpleUploadedFile("z.txt", b"Planted text.")},
+        "api-v1:job_retry_create": json.dumps({}),
+        "api-v1:ask": json.dumps({"question": QUESTIONS[0], "collections": [PUBLIC, PRIVATE], "generate": False}),
+        "openai-chat": json.dumps(
+            {"model": "ragkg", "messages": [{"role": "user", "content": QUESTIONS[0]}], "collections": [PRIVATE]}
+        ),
+        "mcp": json.dumps(
+            {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "tools/call",
+                "params": {"name": "search", "arguments": {"query": QUESTIONS[0], "collections": [PRIVATE]}},
+            }
+        ),
     }
     return bodies[name]
 
@@ -498,6 +575,21 @@ def test_every_url_as_every_persona(
                 tally.leak_checked += 1
                 leaks = world.leaks(body, urls[name], *sent_values(data))
                 tally.check(not leaks, f"{where}: leaks {leaks}")
+        for name, row in DELETE_EXPECTED.items():
+            expected_delete = row[index]
+            if expected_delete is not None:
+                url = urls[name] + DELETE_QUERIES.get(name, "")
+                refused_delete(browser, persona, url, expected_delete, tally, world, empty_graph)
+        if persona != "visitor":
+            key_walk(
+                Client(HTTP_AUTHORIZATION=f"Bearer {world.keys[persona]}"),
+                persona,
+                index,
+                urls,
+                tally,
+                world,
+                empty_graph,
+            )
         if persona in UNGRANTED:
             response = browser.get("/", image_search[1])
             tally.requests += 1
@@ -512,6 +604,57 @@ def test_every_url_as_every_persona(
     assert tally.requests >= len(patterns) * len(PERSONAS), figures
     assert {"marker", "answer id"} <= tally.seen_by_member, tally.seen_by_member
     assert not tally.failures, "\n".join(tally.failures)
+
+
+def refused_delete(
+    browser: Client, persona: str, url: str, expected: int, tally: Tally, world: World, driver: Driver
+) -> None:
+    before = state(driver)
+    response = browser.delete(url)
+    tally.requests += 1
+    where = f"DELETE {url} as {persona}" + (" (with a key)" if "HTTP_AUTHORIZATION" in browser.defaults else "")
+    tally.check(response.status_code == expected, f"{where}: {response.status_code}, expected {expected}")
+    tally.check(state(driver) == before, f"{where}: changed the graph or the records")
+    if persona in UNGRANTED:
+        tally.leak_checked += 1
+        tally.check(not world.leaks(body_of(response), url), f"{where}: leaks")
+
+
+def key_walk(
+    keyed: Client, persona: str, index: int, urls: dict[str, str], tally: Tally, world: World, driver: Driver
+) -> None:
+    """The API as the persona's key: GETs, the refused writes, leak-checked like the session walk."""
+    for name in sorted(n for n in urls if n.startswith(KEY_PREFIXES)):
+        expected = KEY_GET_CHANGES.get(name, GET_EXPECTED[name])[index]
+        response = keyed.get(urls[name])
+        tally.requests += 1
+        where = f"GET {urls[name]} with {persona}'s key"
+        tally.check(response.status_code == expected, f"{where}: {response.status_code}, expected {expected}")
+        if persona in UNGRANTED:
+            tally.leak_checked += 1
+            tally.check(not world.leaks(body_of(response), urls[name]), f"{where}: leaks")
+    for name, row in POST_EXPECTED.items():
+        if not name.startswith(("api-v1:",)) or row[index] is None:
+            continue
+        before = state(driver)
+        data = post_body(name, world)
+        if isinstance(data, str):
+            response = keyed.post(urls[name], data, content_type="application/json")
+        else:
+            response = keyed.post(urls[name], data)
+        tally.requests += 1
+        where = f"POST {urls[name]} with {persona}'s key"
+        tally.check(response.status_code == row[index], f"{where}: {response.status_code}, expected {row[index]}")
+        if name not in PUBLIC_POSTS:
+            tally.check(state(driver) == before, f"{where}: changed the graph or the records")
+        if persona in UNGRANTED:
+            tally.leak_checked += 1
+            tally.check(not world.leaks(body_of(response), urls[name], *sent_values(data)), f"{where}: leaks")
+    for name, row in DELETE_EXPECTED.items():
+        expected_delete = row[index]
+        if expected_delete is not None:
+            url = urls[name] + DELETE_QUERIES.get(name, "")
+            refused_delete(keyed, persona, url, expected_delete, tally, world, driver)
 
 
 ADMIN_URLS = ("/admin/", "/admin/accounts/collection/", "/admin/auth/user/")
