@@ -30,11 +30,12 @@ def completion_id(answer_id: str) -> str:
     return f"chatcmpl-{answer_id}"
 
 
+def model_object(model_id: str) -> dict[str, Any]:
+    return {"id": model_id, "object": "model", "created": MODEL_CREATED, "owned_by": OWNER}
+
+
 def model_list() -> dict[str, Any]:
-    return {
-        "object": "list",
-        "data": [{"id": model.id, "object": "model", "created": MODEL_CREATED, "owned_by": OWNER} for model in MODELS],
-    }
+    return {"object": "list", "data": [model_object(model.id) for model in MODELS]}
 
 
 def answer_outcome(result: dict[str, Any]) -> str:

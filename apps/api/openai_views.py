@@ -24,7 +24,7 @@ from apps.answers import services, streams
 from apps.answers.models import Answer
 from apps.answers.types import AnswerError
 from apps.api import asking
-from apps.api.openai_chat import ChatRequest, OpenAIError, chat_request
+from apps.api.openai_chat import ChatRequest, OpenAIError, chat_request, model_find
 from apps.api.openai_shapes import (
     DONE,
     Completion,
@@ -34,6 +34,7 @@ from apps.api.openai_shapes import (
     event,
     final_chunk,
     model_list,
+    model_object,
     prompt_tokens_of,
 )
 from apps.core.admission import Busy
@@ -114,6 +115,17 @@ def models(request: HttpRequest) -> HttpResponse:
     except OpenAIError as exc:
         return error_response(exc)
     return JsonResponse(model_list())
+
+
+def model(request: HttpRequest, model_id: str) -> HttpResponse:
+    """``GET /v1/models/{id}``: one model (the SDK's ``models.retrieve``); 404 ``model_not_found``."""
+    try:
+        _key_required(request)
+        _method_required(request, "GET")
+        found = model_find(model_id)
+    except OpenAIError as exc:
+        return error_response(exc)
+    return JsonResponse(model_object(found.id))
 
 
 def _complete(request: HttpRequest, chat: ChatRequest) -> HttpResponse:

@@ -35,7 +35,17 @@ logger = logging.getLogger(__name__)
 # ``<queue>\x06\x16<priority>`` (priority steps 3, 6, 9); plain messages go to ``<queue>``.
 PRIORITY_SEPARATOR = "\x06\x16"
 PRIORITY_STEPS = (3, 6, 9)
-EXPENSIVE_POSTS = ("/api/ask", "/", "/ask/", "/curation/documents/upload/", "/ingest/")
+EXPENSIVE_POSTS = (
+    "/api/ask",
+    "/",
+    "/ask/",
+    "/curation/documents/upload/",
+    "/ingest/",
+    "/api/v1/ask",
+    "/api/v1/documents",
+    "/v1/chat/completions",
+    "/mcp",
+)
 
 
 class Busy(Exception):

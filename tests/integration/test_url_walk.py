@@ -103,6 +103,7 @@ GET_EXPECTED: dict[str, tuple[int, ...]] = {
     "api-v1:change_proof": (401, 403, 403, 403, 404, 200),
     # OpenAI-compatible chat and MCP: an API key only (a browser session gets 401)
     "openai-models": (401, 401, 401, 401, 401, 401),
+    "openai-model": (401, 401, 401, 401, 401, 401),
     "openai-chat": (401, 401, 401, 401, 401, 401),
     "mcp": (401, 401, 401, 401, 401, 401),
     # health, metrics, the graph overview: open to everyone
@@ -217,6 +218,7 @@ DELETE_QUERIES = {"api-v1:grant_remove": "?group=team"}
 KEY_PREFIXES = ("api-v1:", "openai-", "mcp", "api-key")
 KEY_GET_CHANGES: dict[str, tuple[int, ...]] = {
     "openai-models": (401, 200, 200, 200, 200, 200),
+    "openai-model": (401, 404, 404, 404, 404, 404),  # the walk's id is no model
     "openai-chat": (401, 405, 405, 405, 405, 405),
     "mcp": (401, 405, 405, 405, 405, 405),
 }
@@ -381,6 +383,7 @@ def world(empty_graph: Driver, people: dict[str, User]) -> World:
             "image_id": image["id"],
             "variant": "thumb",
             "name": PRIVATE,
+            "model_id": PRIVATE,
             "key_id": "",
         },
         relation={k: str(v) for k, v in relation.items()},

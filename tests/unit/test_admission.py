@@ -65,6 +65,8 @@ def test_only_posts_that_retrieve_generate_or_ingest_are_expensive() -> None:
     factory = RequestFactory()
     assert expensive(factory.post("/api/ask")) and expensive(factory.post("/"))
     assert expensive(factory.post("/curation/documents/upload/")) and expensive(factory.post("/ingest/"))
+    client_apis = ["/api/v1/ask", "/api/v1/documents", "/v1/chat/completions", "/mcp"]
+    assert all(expensive(factory.post(path)) for path in client_apis)
     cheap = ["/", "/?q=ada", "/healthz", "/static/base.css", "/audit/log/", "/audit/answers/", "/ask/x/stream"]
     assert not any(expensive(factory.get(path)) for path in cheap)
 

@@ -154,6 +154,9 @@ def test_the_models_are_the_answering_modes(api: Client) -> None:
     assert len({m["created"] for m in listed["data"]}) == 1
     refused = api.post("/v1/models")
     assert error_of(refused, 405)["code"] == "method_not_allowed" and refused["Allow"] == "GET"
+    one = api.get("/v1/models/ragkg-dense").json()
+    assert (one["id"], one["object"]) == ("ragkg-dense", "model")
+    assert error_of(api.get("/v1/models/gpt-4o"), 404)["code"] == "model_not_found"
 
 
 # --- request checks ------------------------------------------------------------------------------
