@@ -563,5 +563,6 @@ LOGGING = {
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": LOG_LEVEL},
-    "loggers": {"neo4j": {"level": "WARNING"}},
+    # The MCP SDK logs a session manager start and stop for every /mcp request (stateless: one per request).
+    "loggers": {"neo4j": {"level": "WARNING"}, "mcp.server.streamable_http_manager": {"level": "WARNING"}},
 }

@@ -117,6 +117,7 @@ def models(request: HttpRequest) -> HttpResponse:
     return JsonResponse(model_list())
 
 
+@csrf_exempt
 def model(request: HttpRequest, model_id: str) -> HttpResponse:
     """``GET /v1/models/{id}``: one model (the SDK's ``models.retrieve``); 404 ``model_not_found``."""
     try:

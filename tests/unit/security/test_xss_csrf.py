@@ -23,7 +23,15 @@ PAYLOADS = [
     '"><svg onload=alert(1)>',
     "</textarea><script>alert(2)</script>",
 ]
-CSRF_EXEMPT = {"api-ask"}
+# The JSON APIs: /api/ask (JSON only: a cross-site form cannot send it), the REST API (django-ninja marks its
+# views exempt and checks the token itself for session callers; a bearer key needs none), the key-only
+# OpenAI-compatible and MCP endpoints.
+REST_OPERATIONS = {
+    "collections_list", "collection_create", "grants_list", "grant_add", "grant_remove", "documents_upload",
+    "documents_list", "document_get", "document_remove", "document_deletion_preview", "job_get",
+    "job_retry_create", "ask", "answer_get", "change_get", "change_proof",
+}  # fmt: skip
+CSRF_EXEMPT = {"api-ask", "openai-models", "openai-model", "openai-chat", "mcp", *REST_OPERATIONS}
 
 
 def hostile_answer(people: People) -> Answer:
@@ -109,6 +117,18 @@ def test_every_post_without_the_token_is_403(people: People) -> None:
             checked.append(name)
     assert {"login", "logout", "search", "entity-rename", "relation-predicate", "exact"} <= set(checked)
     assert len(checked) >= 15
+
+
+def test_the_rest_api_checks_the_token_for_a_session_but_not_for_a_key(people: People) -> None:
+    from apps.accounts.apikeys import key_create
+
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(people.admin)
+    body = {"question": "q", "generate": False}
+    refused = client.post("/api/v1/ask", body, content_type="application/json")
+    assert refused.status_code in (401, 403) and refused.json()["error"] in ("unauthorized", "forbidden")
+    keyed = Client(enforce_csrf_checks=True, HTTP_AUTHORIZATION=f"Bearer {key_create(user=people.admin).secret}")
+    assert keyed.post("/api/v1/collections", {"name": "x/y"}, content_type="application/json").status_code == 400
 
 
 def test_the_json_api_refuses_a_cross_site_form_post(people: People) -> None:
