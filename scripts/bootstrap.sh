@@ -5,7 +5,8 @@
 #      (and requirements-nodeps.txt, weight-only wheels installed without their dependencies),
 #   3. the embedded Neo4j (tools/neo4j, dependencies from Maven Central),
 #   4. the chain tools (tools/chain: the anvil node and the Solidity compiler, from npm),
-#   5. a .env with a generated DJANGO_SECRET_KEY when there is none.
+#   5. the browser libraries (tools/frontend, from npm: cytoscape.js) copied into static/vendor/,
+#   6. a .env with a generated DJANGO_SECRET_KEY when there is none.
 # Test-only tools are the test setup's (the Makefile's chromium target, run by `make test`), not this script's.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -67,6 +68,21 @@ if [ "$(cat "$chain_stamp" 2>/dev/null)" != "$chain_want" ]; then
   echo "setup: installing the chain tools (tools/chain: anvil, solc)"
   (cd tools/chain && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error)
   echo "$chain_want" >"$chain_stamp"
+fi
+
+# The browser libraries (tools/frontend: cytoscape.js, pinned in its lock file), served from
+# static/vendor/ (no CDN; the copies are not committed): reinstall and copy when the lock file changes
+# or a copy is missing.
+frontend_stamp="tools/frontend/node_modules/.ragkg-install.sha256"
+frontend_want=$(sha256sum tools/frontend/package-lock.json | cut -d' ' -f1)
+if [ "$(cat "$frontend_stamp" 2>/dev/null)" != "$frontend_want" ] || [ ! -f static/vendor/cytoscape/cytoscape.min.js ]; then
+  command -v npm >/dev/null || { echo "setup: installing Node.js and npm"; apt-get update -qq && apt-get install -y -qq nodejs npm; }
+  echo "setup: installing the browser libraries (tools/frontend: cytoscape.js) into static/vendor"
+  (cd tools/frontend && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error)
+  rm -rf static/vendor/cytoscape && mkdir -p static/vendor/cytoscape
+  cp tools/frontend/node_modules/cytoscape/dist/cytoscape.min.js tools/frontend/node_modules/cytoscape/LICENSE \
+    static/vendor/cytoscape/
+  echo "$frontend_want" >"$frontend_stamp"
 fi
 
 if [ ! -f .env ]; then

@@ -111,6 +111,11 @@ GET_EXPECTED: dict[str, tuple[int, ...]] = {
     "status": (200, 200, 200, 200, 200, 200),
     "metrics": (200, 200, 200, 200, 200, 200),
     "graph-overview": (200, 200, 200, 200, 200, 200),
+    # the graph explorer's JSON: an entity only for readers of a unit that mentions it; an answer as on its page
+    "graph-search": (200, 200, 200, 200, 200, 200),
+    "graph-neighbourhood": (404, 404, 200, 404, 404, 200),
+    "graph-entity-units": (404, 404, 200, 404, 404, 200),
+    "graph-answer": (404, 404, 200, 404, 404, 200),
     # ingestion pages: staff; a job only for readers of its collection
     "ingest-jobs": (302, 302, 302, 200, 302, 200),
     "ingest-job": (302, 302, 302, 404, 302, 200),
@@ -171,6 +176,10 @@ SEARCHES: list[tuple[str, dict[str, str]]] = [
     ("provenance:answers", {"document": "minutes"}),
     ("provenance:answers", {"question": "trust"}),
     ("history", {"page": "1"}),
+    ("graph-overview", {"q": "Ottoline"}),
+    ("graph-overview", {"q": MARKER, "collections": PRIVATE}),
+    ("graph-search", {"q": "Ottoline"}),
+    ("graph-search", {"q": MARKER, "collections": PRIVATE}),
 ]
 
 # POST status per pattern name and persona; NOT_WALKED where the persona may (and it would change
@@ -539,6 +548,10 @@ def test_every_url_as_every_persona(
         browser = client(people, persona)
         walk: list[tuple[str, str, dict[str, str]]] = [(name, urls[name], {}) for name in sorted(urls)]
         walk += [(name, urls[name], params) for name, params in SEARCHES]
+        # the explorer's page opened on the private entity and on the member's answer
+        walk += [
+            ("graph-overview", urls["graph-overview"], {key: world.ids[f"{key}_id"]}) for key in ("entity", "answer")
+        ]
         for name, url, params in walk:
             expected = GET_EXPECTED[name][index]
             response = browser.get(url, params)
