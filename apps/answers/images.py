@@ -26,6 +26,9 @@ from apps.vectors.errors import VectorIndexError
 logger = logging.getLogger(__name__)
 
 TEXT_OVERFETCH = 8  # the text space holds chunks and rows too
+# Images scoring at least this share of the best one are shown first; the rest are one click away
+# ("show more"): a display rule, so that one good image is not followed by a page of unrelated ones.
+SCORE_RATIO = 0.85
 
 
 @dataclass(frozen=True)
@@ -41,7 +44,29 @@ class ImageHit:
 class ImageResults:
     query: str
     space: str  # "clip" or "text"
-    hits: tuple[ImageHit, ...]
+    hits: tuple[ImageHit, ...]  # best first
+    ratio: float = SCORE_RATIO
+
+    @property
+    def cutoff(self) -> float:
+        """The lowest score shown before "show more": ``ratio`` of the best score (of its absolute
+        value, so a negative best still keeps itself)."""
+        if not self.hits:
+            return 0.0
+        best = self.hits[0].score
+        return best - abs(best) * (1.0 - self.ratio)
+
+    @property
+    def strong(self) -> tuple[ImageHit, ...]:
+        return tuple(hit for hit in self.hits if hit.score >= self.cutoff)
+
+    @property
+    def weaker(self) -> tuple[ImageHit, ...]:
+        return tuple(hit for hit in self.hits if hit.score < self.cutoff)
+
+    @property
+    def ratio_percent(self) -> int:
+        return round((1.0 - self.ratio) * 100)
 
 
 def _nearest(

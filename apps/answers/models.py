@@ -50,3 +50,26 @@ class Answer(models.Model):
 
     def __str__(self) -> str:
         return f"{self.id}: {self.question[:60]}"
+
+
+class Feedback(models.Model):
+    """A reader's verdict on an answer: thumbs up or down and an optional note; one per answer and
+    reader (an anonymous asker's answer has at most one, from the browser session that asked)."""
+
+    UP = "up"
+    DOWN = "down"
+    VOTES = [(UP, "helpful"), (DOWN, "not helpful")]
+    NOTE_CHARS = 1000
+
+    answer = models.ForeignKey(Answer, on_delete=models.CASCADE, related_name="feedback")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    vote = models.CharField(max_length=4, choices=VOTES)
+    note = models.TextField(blank=True, max_length=NOTE_CHARS)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True, db_index=True)
+
+    class Meta:
+        ordering = ["-updated_at"]
+
+    def __str__(self) -> str:
+        return f"{self.vote} on {self.answer_id}"

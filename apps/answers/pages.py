@@ -12,6 +12,7 @@ from django.contrib.auth.models import AnonymousUser
 from apps.accounts.access import readable_collections
 from apps.accounts.roles import can_audit
 from apps.answers.display import latency_stages, source_views
+from apps.answers.feedback import feedback_of
 from apps.answers.models import Answer
 from apps.answers.paths import path_names, source_drawings
 from apps.graph.driver import get_driver
@@ -54,4 +55,5 @@ def answer_context(answer: Answer, *, user: AbstractBaseUser | AnonymousUser) ->
         "total_ms": round(sum(stage.ms for stage in stages), 1),
         "traced_tokens": len(tokens),
         "may_audit": can_audit(user),
+        "feedback": None if streaming else feedback_of(answer, user),
     }

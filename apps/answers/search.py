@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from django import forms
@@ -21,11 +21,14 @@ from django.contrib.auth.decorators import login_required
 from django.contrib.auth.models import User
 from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
-from django.shortcuts import render
-from django.views.decorators.http import require_GET, require_http_methods
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from apps.accounts.access import readable_collections
 from apps.answers import services, streams
 from apps.answers.access import answer_for, answer_remember
+from apps.answers.examples import example_questions
+from apps.answers.feedback import FeedbackError, feedback_check, feedback_of, feedback_record
 from apps.answers.images import images_search
 from apps.answers.models import Answer
 from apps.answers.pages import answer_context, answer_streaming
@@ -33,23 +36,61 @@ from apps.answers.scope import Scope, answer_scope
 from apps.answers.tools import default_tools, retrieval_params
 from apps.answers.types import AnswerError
 from apps.core.http import HtmxHttpRequest
+from apps.curation.pages import document_collections
+from apps.graph.driver import get_driver
 
 TEMPLATE = "answers/search.html"
 IMAGE_RESULTS = 24
 HISTORY_PAGE = 20
 
 
+ALL_READABLE = ""
+
+
 class QuestionForm(forms.Form):
+    # No maxlength on the field: a browser would cut a longer paste silently; the server refuses it
+    # with a message instead (clean_question), and the text stays in the field.
     question = forms.CharField(
-        max_length=services.MAX_QUESTION_CHARS, widget=forms.TextInput(attrs={"autofocus": True, "type": "search"})
+        widget=forms.TextInput(attrs={"autofocus": True, "type": "search"}),
+        error_messages={"required": "Please type a question."},
     )
-    collection = forms.CharField(required=False, max_length=200, label="Collection (empty: all you can read)")
+    collection = forms.ChoiceField(required=False, label="Collection", choices=())
     evidence_only = forms.BooleanField(required=False, label="Evidence only (no generated answer)")
     images = forms.BooleanField(required=False, label="Images (find pictures instead of answering)")
 
+    def __init__(self, *args: Any, collections: Sequence[str] = (), **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        choices = [(ALL_READABLE, "All you can read"), *((name, name) for name in collections)]
+        field = self.fields["collection"]
+        assert isinstance(field, forms.ChoiceField)
+        field.choices = choices
+        field.error_messages["invalid_choice"] = "%(value)s is not a collection you may read."
+
+    def clean_question(self) -> str:
+        text = str(self.cleaned_data["question"])
+        length = len(" ".join(text.split()))
+        if length > services.MAX_QUESTION_CHARS:
+            raise forms.ValidationError(
+                f"The question is {length:,} characters long; at most {services.MAX_QUESTION_CHARS:,} are "
+                "accepted. Nothing was asked: shorten it and ask again."
+            )
+        return text
+
+
+def question_form(request: HttpRequest, data: Any = None, **kwargs: Any) -> QuestionForm:
+    """The question form, its collection picker listing the collections the asker may read that hold
+    documents."""
+    return QuestionForm(data, collections=document_collections(readable_collections(request.user)), **kwargs)
+
+
+def form_errors(form: QuestionForm) -> str:
+    """What was wrong with a refused question, in words."""
+    messages = [str(message) for errors in form.errors.values() for message in errors]
+    return " ".join(messages) or "Please type a question."
+
 
 def _scope(request: HttpRequest, form: QuestionForm) -> Scope:
-    collection = form.cleaned_data["collection"].strip()
+    collection = str(form.cleaned_data["collection"] or "").strip()
     return answer_scope(user=request.user, requested=[collection] if collection else None)
 
 
@@ -88,12 +129,15 @@ def _ask(request: HtmxHttpRequest, form: QuestionForm) -> dict[str, Any]:
 
 @require_http_methods(["GET", "POST"])
 def search(request: HtmxHttpRequest) -> HttpResponse:
-    form = QuestionForm(request.POST or None)
+    prefill = request.GET.get("question", "")[: services.MAX_QUESTION_CHARS]
+    form = question_form(request, request.POST or None, initial={"question": prefill})
     context: dict[str, Any] = {"form": form}
+    if not request.htmx:
+        context["examples"] = example_questions(driver=get_driver(), collections=readable_collections(request.user))
     status = 200
     if request.method == "POST":
         if not form.is_valid():
-            context["error"] = f"Please type a question (at most {services.MAX_QUESTION_CHARS} characters)."
+            context["error"] = form_errors(form)
         else:
             try:
                 context.update(_images(request, form) if form.cleaned_data["images"] else _ask(request, form))
@@ -105,6 +149,30 @@ def search(request: HtmxHttpRequest) -> HttpResponse:
     return render(request, f"{TEMPLATE}#results" if request.htmx else TEMPLATE, context, status=status)
 
 
+@require_POST
+def answer_feedback(request: HtmxHttpRequest, answer_id: uuid.UUID) -> HttpResponse:
+    """Thumbs up or down on an answer the reader may see, with an optional note (``vote``, ``note``);
+    voting again replaces the reader's earlier verdict. htmx gets the feedback form back, a plain
+    post the answer's page."""
+    answer = answer_for(request, answer_id)
+    status = 200
+    context: dict[str, Any] = {"answer": answer}
+    try:
+        verdict = feedback_check(request.POST.get("vote", ""), request.POST.get("note", ""))
+    except FeedbackError as exc:
+        context.update(feedback=feedback_of(answer, request.user), feedback_error=str(exc))
+        status = 400
+    else:
+        context.update(feedback=feedback_record(answer=answer, user=request.user, verdict=verdict), thanked=True)
+    if request.htmx:
+        return render(request, f"{TEMPLATE}#feedback", context)
+    if status == 400:
+        page = {**answer_context(answer, user=request.user), **context}
+        page["form"] = question_form(request, initial={"question": answer.question})
+        return render(request, TEMPLATE, page, status=status)
+    return redirect("answer", answer_id=answer.id)
+
+
 @require_GET
 def answer_page(request: HtmxHttpRequest, answer_id: uuid.UUID) -> HttpResponse:
     """One answer: the whole page, or (for htmx, when its stream ends) the answer fragment."""
@@ -112,7 +180,7 @@ def answer_page(request: HtmxHttpRequest, answer_id: uuid.UUID) -> HttpResponse:
     context = answer_context(answer, user=request.user)
     if request.htmx:
         return render(request, f"{TEMPLATE}#result", context)
-    form = QuestionForm(initial={"question": answer.question, "evidence_only": not answer.generate})
+    form = question_form(request, initial={"question": answer.question, "evidence_only": not answer.generate})
     return render(request, TEMPLATE, {**context, "form": form})
 
 

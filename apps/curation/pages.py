@@ -13,9 +13,12 @@ from django.core.paginator import Page, Paginator
 from django.db.models import Q, QuerySet
 from neo4j import Driver
 
+from apps.accounts.access import covers
+from apps.answers.models import Feedback
 from apps.graph import cypher
 from apps.ingest.models import Document
 from apps.ledger.models import ChangeEntry
+from apps.provenance.pages import answer_collections
 
 PAGE_SIZE = 50
 SNIPPETS = 8
@@ -277,3 +280,16 @@ def document_deletion_entry(document_id: str) -> int | None:
     """The change-log entry that recorded the document's deletion, if any."""
     entries = ChangeEntry.objects.filter(action="document.deleted", ref=document_id).order_by("-seq")
     return entries.values_list("seq", flat=True).first()
+
+
+FEEDBACK_LISTED = 500  # the newest feedback the curators' list looks through
+
+
+def feedback_listing(*, readable: Collections, vote: str | None = None) -> list[Feedback]:
+    """The newest feedback (of the last ``FEEDBACK_LISTED``) on answers whose sources all come from
+    ``readable`` collections (None: every collection), as on the audit pages; optionally one vote only."""
+    rows = Feedback.objects.select_related("answer", "user").order_by("-updated_at")
+    if vote in (Feedback.UP, Feedback.DOWN):
+        rows = rows.filter(vote=vote)
+    allowed = _readable(readable)
+    return [f for f in rows[:FEEDBACK_LISTED] if covers(allowed, answer_collections(f.answer.sources, f.answer.seeds))]

@@ -25,6 +25,7 @@ urlpatterns = [
     path("curation/documents/upload/", job_views.document_upload, name="document-upload"),
     path("curation/documents/<str:document_id>/delete/", views.document_delete_view, name="document-delete"),
     path("curation/jobs/", job_views.jobs, name="jobs"),
+    path("curation/feedback/", views.feedback, name="feedback"),
     path("curation/jobs/<uuid:job_id>/", job_views.job_detail, name="job"),
     path("curation/jobs/<uuid:job_id>/retry/", job_views.job_retry_view, name="job-retry"),
 ]

@@ -15,6 +15,7 @@ import neo4j.exceptions
 from django import forms
 from django.conf import settings
 from django.contrib import messages
+from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
@@ -23,7 +24,7 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from apps.accounts.access import readable_collections
-from apps.accounts.roles import CURATOR, role_required
+from apps.accounts.roles import CURATOR, can_audit, role_required
 from apps.core.dependencies import NEO4J, DependencyUnavailable, classify, fix_for
 from apps.core.http import HtmxHttpRequest
 from apps.curation import pages, services
@@ -455,3 +456,20 @@ def document_delete_view(request: HttpRequest, document_id: str) -> HttpResponse
         return redirect("curation:documents")
     preview = pages.document_delete_preview(driver=driver, document_id=document.id)
     return render(request, "curation/document_delete.html", {"document": document, **preview})
+
+
+# --- readers' feedback on answers -------------------------------------------------------------
+
+FEEDBACK_PAGE = 25
+
+
+@role_required(CURATOR)
+@require_GET
+def feedback(request: HttpRequest) -> HttpResponse:
+    """Readers' thumbs up / down and notes, newest first (``?vote=up|down``), on the answers whose
+    sources the curator may all read; auditors get a link to each answer's audit page."""
+    vote = request.GET.get("vote", "")
+    rows = pages.feedback_listing(readable=readable_collections(request.user), vote=vote)
+    page = Paginator(rows, FEEDBACK_PAGE).get_page(request.GET.get("page"))
+    context = {"page": page, "rows": page.object_list, "vote": vote, "may_audit": can_audit(request.user)}
+    return render(request, "curation/feedback.html", context)

@@ -968,6 +968,21 @@ WITH pair, r ORDER BY r.weight DESC
 RETURN pair[0] AS source, pair[1] AS target, collect(r.predicate)[0] AS predicate
 """
 
+# Example questions for the search page: the names most documents of $collections mention, among
+# the first $documents documents by id (a fixed, content-derived sample, so the read stays small on a
+# large graph), of the types in $types.
+SEARCH_EXAMPLE_ENTITIES = """
+MATCH (d:Document)
+WHERE $collections IS NULL OR d.collection IN $collections
+WITH d ORDER BY d.id LIMIT $documents
+MATCH (d)-[:HAS_CHUNK]->(:Chunk)-[:MENTIONS]->(e:Entity)
+WHERE e.type IN $types AND size(e.name) <= 60
+WITH e, count(DISTINCT d) AS documents, count(*) AS mentions
+ORDER BY documents DESC, mentions DESC, e.name
+LIMIT $limit
+RETURN e.name AS name, e.type AS type
+"""
+
 # One image's stored files and its document's collection (the access check of the media view).
 IMAGE_FILES = """
 MATCH (d:Document)-[:HAS_IMAGE]->(i:Image {id: $id})

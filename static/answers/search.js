@@ -83,6 +83,15 @@
     results.replaceChildren();
     message(results, "The server could not be reached. Please try again.");
   });
+  // An example question (a link that pre-fills the form without JavaScript) is asked at once.
+  document.addEventListener("click", function (event) {
+    const link = event.target.closest && event.target.closest("a.example");
+    const form = document.querySelector("form.ask-form");
+    if (!link || !form || event.ctrlKey || event.metaKey || event.shiftKey) return;
+    event.preventDefault();
+    form.querySelector("[name=question]").value = link.textContent.trim();
+    form.requestSubmit();
+  });
   if (document.readyState === "loading") {
     document.addEventListener("DOMContentLoaded", scan);
   } else {

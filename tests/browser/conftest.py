@@ -20,7 +20,7 @@ import pytest
 from django.conf import settings
 from playwright.sync_api import Browser, ViewportSize, sync_playwright
 
-from tests.browser.support import JOURNAL, MUSEUM, SOCIETY, Browsing, Corpus, Persona, field_notes
+from tests.browser.support import JOURNAL, MUSEUM, PRESIDENT, SOCIETY, Browsing, Corpus, Persona, field_notes
 from tests.conftest import services, web_server_running
 from tests.support import manage, manage_within
 
@@ -103,14 +103,16 @@ def web_server(product_generator: None) -> Iterator[str]:
 
 @pytest.fixture(scope="package")
 def corpus(live_services: None, tmp_path_factory: pytest.TempPathFactory) -> Corpus:
-    """Four small documents, ingested by the real worker into a private collection no earlier run used:
-    the journal and its society (asked about), the museum's two names (merged by the curator), and
-    field notes with a word new in this run (which the outsider must never see)."""
+    """Five small documents, ingested by the real worker into a private collection no earlier run used:
+    the journal and its society (asked about), the society's president (a chain of names for the graph
+    explorer), the museum's two names (merged by the curator), and field notes with a word new in this
+    run (which the outsider must never see)."""
     folder = tmp_path_factory.mktemp("moss")
     code = f"zq{uuid.uuid4().hex[:10]}"
     texts = {
         "journal.txt": JOURNAL,
         "society.txt": SOCIETY,
+        "president.txt": PRESIDENT,
         "museum.txt": MUSEUM,
         f"notes-{code}.txt": field_notes(code),
     }

@@ -24,6 +24,9 @@ MUSEUM = (
     "In 1925 the National Museum Wales exhibited its mosses."
 )
 KEPT, DROPPED = "National Museum of Wales", "National Museum Wales"
+# A chain of names for the graph explorer to expand: the society's neighbour (its president) has a
+# neighbour of her own (her birthplace) that no sentence names together with the society.
+PRESIDENT = "In 1912 the Bryological Society of Wales elected Gwendolyn Pryce. Gwendolyn Pryce was born in Aberystwyth."
 
 
 def field_notes(code: str) -> str:

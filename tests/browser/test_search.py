@@ -131,8 +131,10 @@ def test_the_question_form_works_from_the_keyboard(browsing: Browsing, admin: Pe
     expect(question).to_be_focused()  # autofocus
     page.keyboard.type("Who founded the Bryological Society of Wales?")
     page.keyboard.press("Tab")
-    expect(page.get_by_label("Collection")).to_be_focused()
-    page.keyboard.type(corpus.collection)
+    picker = page.get_by_label("Collection")
+    expect(picker).to_be_focused()
+    picker.select_option(corpus.collection)
+    expect(picker).to_be_focused()
     page.keyboard.press("Tab")
     evidence_only = page.get_by_label("Evidence only")
     expect(evidence_only).to_be_focused()

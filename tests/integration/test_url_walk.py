@@ -125,6 +125,7 @@ GET_EXPECTED: dict[str, tuple[int, ...]] = {
     "api-ask": (405, 405, 405, 405, 405, 405),
     "answer": (404, 404, 200, 404, 404, 200),
     "answer-stream": (404, 404, 200, 404, 404, 200),
+    "answer-feedback": (405, 405, 405, 405, 405, 405),  # a POST
     "history": (302, 200, 200, 200, 200, 200),
     "image-file": (404, 404, 200, 404, 404, 200),
     # the answers' audit pages: auditors; an answer only when every collection it drew on is readable
@@ -161,6 +162,7 @@ GET_EXPECTED: dict[str, tuple[int, ...]] = {
     "curation:document-upload": (302, 403, 403, 405, 403, 405),
     "curation:document-delete": (302, 403, 403, 404, 403, 200),
     "curation:jobs": (302, 403, 403, 200, 403, 200),
+    "curation:feedback": (302, 403, 403, 200, 403, 200),
     "curation:job": (302, 403, 403, 404, 403, 200),
     "curation:job-retry": (302, 403, 403, 405, 403, 405),
 }
@@ -188,6 +190,7 @@ POST_EXPECTED: dict[str, tuple[int | None, ...]] = {
     "api-ask": (200, 200, NOT_WALKED, 200, 200, NOT_WALKED),
     "home": (200, 200, NOT_WALKED, 200, 200, NOT_WALKED),
     "search": (200, 200, NOT_WALKED, 200, 200, NOT_WALKED),
+    "answer-feedback": (404, 404, NOT_WALKED, 404, 404, NOT_WALKED),  # only who may open the answer
     "ledger:verify": (302, 403, 403, 403, 200, 200),
     "provenance:exact": (302, 403, 403, 403, 404, NOT_WALKED),
     "provenance:exact-cancel": (302, 403, 403, 403, 404, NOT_WALKED),
@@ -297,8 +300,10 @@ class World:
 
 
 def echoes(sent: str) -> set[str]:
-    """How a page may repeat what a request sent: as is, escaped, URL-quoted, in JSON."""
-    return {sent, html.escape(sent), quote(sent), quote(sent, safe=""), json.dumps(sent)[1:-1]}
+    """How a page may repeat what a request sent: as is, escaped, URL-quoted, in JSON; a path's
+    segments too (an error may name the id or name the path gave: "The model 'x' does not exist")."""
+    parts = [sent, *(segment for segment in sent.split("?")[0].split("/") if sent.startswith("/") and segment)]
+    return {v for p in parts for v in (p, html.escape(p), quote(p), quote(p, safe=""), json.dumps(p)[1:-1])}
 
 
 def png() -> bytes:

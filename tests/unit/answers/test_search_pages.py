@@ -82,6 +82,7 @@ def people(db: None) -> People:
 @pytest.fixture(autouse=True)
 def no_graph(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("apps.answers.pages.get_driver", FakeDriver)
+    monkeypatch.setattr("apps.answers.search.get_driver", FakeDriver)
 
 
 def an_answer(user: User | None, **fields: Any) -> Answer:
@@ -198,7 +199,8 @@ def test_image_search_shows_a_thumbnail_grid(people: People, monkeypatch: pytest
     monkeypatch.setattr(search, "images_search", found)
     page = people.client("asker").post("/", {"question": "a cat", "images": "on"}).content.decode()
     assert f'<img src="/media/images/{IMAGE_ID}/thumb" alt="Image of a &lt;cat&gt;."' in page
-    assert f'href="/media/images/{IMAGE_ID}/full"' in page and "pets/cat.png" in page and "score 0.610" in page
+    assert f'href="/media/images/{IMAGE_ID}/full"' in page and "pets/<wbr>cat.<wbr>png" in page
+    assert "score 0.610" in page
     assert seen["query"] == "a cat" and seen["collections"] == [] and not Answer.objects.exists()
 
 

@@ -1,0 +1,75 @@
+"""The search page's helpers in a real browser against the running stack: the collection picker lists
+what the reader may read (the outsider never sees the private corpus's collection), an example
+question is asked with one click, a pasted question over the limit is refused with its length and
+stays whole in the field, and a thumbs down with a note is saved and listed for curators."""
+
+from __future__ import annotations
+
+import pytest
+from playwright.sync_api import expect
+
+from tests.browser.support import Browsing, Corpus, Persona
+from tests.browser.test_search import ask
+
+pytestmark = [pytest.mark.integration, pytest.mark.browser]
+
+
+def test_the_picker_offers_the_readers_collections_only(
+    browsing: Browsing, auditor: Persona, outsider: Persona, corpus: Corpus
+) -> None:
+    page = browsing.page
+    browsing.login(outsider)
+    page.goto("/")
+    assert corpus.collection not in page.get_by_label("Collection").locator("option").all_inner_texts()
+    browsing.login(auditor)
+    page.goto("/")
+    picker = page.get_by_label("Collection")
+    expect(picker.locator("option").first).to_have_text("All you can read")
+    assert corpus.collection in picker.locator("option").all_inner_texts()
+
+
+def test_an_example_question_is_asked_with_one_click(browsing: Browsing, auditor: Persona, corpus: Corpus) -> None:
+    page = browsing.page
+    browsing.login(auditor)
+    page.goto("/")
+    page.get_by_label("Evidence only").check()
+    example = page.locator("nav.examples a.example").first
+    expect(example).to_be_visible()
+    question = example.inner_text().strip()
+    assert question.startswith(("Who is ", "What is ", "Where is ")), question
+    ask(page, example.click)
+    expect(page.locator("section.answer .asked")).to_have_text(question)
+    expect(page.get_by_label("Question")).to_have_value(question)
+
+
+def test_a_long_paste_is_refused_with_its_length_not_cut(browsing: Browsing, auditor: Persona, corpus: Corpus) -> None:
+    page = browsing.page
+    browsing.login(auditor)
+    page.goto("/")
+    pasted = ("Bryological " * 200).strip()  # 2,399 characters
+    page.get_by_label("Question").fill(pasted)
+    expect(page.get_by_label("Question")).to_have_value(pasted)
+    page.get_by_role("button", name="Ask").click()
+    expect(page.locator("#results [role=alert]")).to_contain_text("The question is 2,399 characters long")
+    expect(page.get_by_label("Question")).to_have_value(pasted)
+    expect(page.locator("section.answer")).to_have_count(0)
+
+
+def test_a_thumbs_down_with_a_note_reaches_the_curators(browsing: Browsing, curator: Persona, corpus: Corpus) -> None:
+    page = browsing.page
+    browsing.login(curator)
+    page.goto("/")
+    page.get_by_label("Question").fill("Who founded the Bryological Society of Wales?")
+    page.get_by_label("Collection").select_option(corpus.collection)
+    page.get_by_label("Evidence only").check()
+    ask(page, lambda: page.get_by_role("button", name="Ask").click())
+    note = f"needs the founding year ({corpus.code})"
+    page.get_by_label("Note (optional)").fill(note)
+    page.get_by_role("button", name="Not helpful").click()
+    expect(page.locator("form.feedback [role=status]")).to_contain_text("your thumbs down and note are saved")
+    expect(page.get_by_role("button", name="Not helpful")).to_have_attribute("aria-pressed", "true")
+    page.goto("/curation/feedback/?vote=down")
+    row = page.locator("table.feedback-list tr", has_text=note)
+    expect(row).to_contain_text("Who founded the Bryological Society of Wales?")
+    expect(row).to_contain_text("not helpful")
+    browsing.shot("search-feedback")
