@@ -85,6 +85,7 @@ INSTALLED_APPS = [
     "apps.answers",
     "apps.core",
     "apps.curation",
+    "apps.documents",
     "apps.graph",
     "apps.health",
     "apps.ingest",

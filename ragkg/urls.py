@@ -12,5 +12,6 @@ urlpatterns = [
     path("", include("apps.provenance.urls")),
     path("", include("apps.ledger.urls")),
     path("", include("apps.curation.urls")),
+    path("", include("apps.documents.urls")),
     path("", include("apps.core.urls")),
 ]

@@ -130,6 +130,7 @@ def source_views(
                 **source,
                 "pieces": highlight(text, span),
                 "cells": cells,
+                "span": span,
                 "from_provenance": number in supported,
             }
         )

@@ -52,6 +52,7 @@ def expandable(page: Page, collection: str) -> str | None:
 def click_node(page: Page, node_id: str, *, hover: bool = False) -> None:
     """Click (or only hover) the node where cytoscape drew it on the canvas."""
     page.locator("#graph-canvas").scroll_into_view_if_needed()
+    page.evaluate("() => new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done)))")
     x, y = page.evaluate(
         """(id) => {
           const cy = window.ragkgExplorer.cy, p = cy.getElementById(id).renderedPosition();
@@ -60,7 +61,8 @@ def click_node(page: Page, node_id: str, *, hover: bool = False) -> None:
         }""",
         node_id,
     )
-    page.mouse.move(x, y)
+    page.mouse.move(x - 20, y - 20)
+    page.mouse.move(x, y, steps=4)
     if not hover:
         page.mouse.click(x, y)
 

@@ -500,6 +500,7 @@ def post_body(name: str, world: World) -> dict[str, Any] | str:
         "curation:job-retry": {},
         "ingest-jobs": {"collection": PRIVATE, "files": SimpleUploadedFile("y.txt", b"Planted text.")},
         "api-key-revoke": {},
+        "answer-feedback": {"vote": "down", "note": "planted"},
         "api-v1:collection_create": json.dumps({"name": "planted", "public": True}),
         "api-v1:grant_add": json.dumps({"user": "outsider"}),
         "api-v1:documents_upload": {"collection": PRIVATE, "files": SimpleUploadedFile("z.txt", b"Planted text.")},

@@ -74,6 +74,11 @@ def library(db: None) -> None:
     collection_grant(collection="vault", username="member")
 
 
+def record(calls: list[dict[str, Any]], options: dict[str, Any]) -> dict[str, Any]:
+    calls.append(options)
+    return {}
+
+
 def client_of(username: str | None) -> Client:
     client = Client()
     if username:
@@ -101,7 +106,7 @@ def test_a_collection_the_reader_may_not_read_is_refused_like_a_missing_one(
 ) -> None:
     asked: list[dict[str, Any]] = []
     monkeypatch.setattr(search, "default_tools", lambda: None)
-    monkeypatch.setattr(services, "answer_ask", lambda **o: asked.append(o) or {})
+    monkeypatch.setattr(services, "answer_ask", lambda **o: record(asked, o))
     outsider = client_of("otto")
     refused = outsider.post("/", {"question": "Who?", "collection": "vault"}).content.decode()
     missing = outsider.post("/", {"question": "Who?", "collection": "nowhere"}).content.decode()
@@ -117,7 +122,7 @@ def test_a_long_question_is_refused_with_its_length_and_kept_in_the_field(
     library: None, driver: ExampleDriver, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     asked: list[dict[str, Any]] = []
-    monkeypatch.setattr(services, "answer_ask", lambda **o: asked.append(o) or {})
+    monkeypatch.setattr(services, "answer_ask", lambda **o: record(asked, o))
     pasted = "moss " * 500  # 2,499 characters once its spaces are collapsed
     page = client_of(None).post("/", {"question": pasted}).content.decode()
     assert "The question is 2,499 characters long; at most 2,000 are accepted." in page
