@@ -10,6 +10,7 @@ row), ``IMAGE_LIMIT`` images.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -52,8 +53,11 @@ class Passage:
 
     @property
     def anchor(self) -> str:
-        """The element's id: ``cited`` for a cited passage with no sentence marked (the mark carries it)."""
-        return "cited" if self.cited and not any(p.marked for p in self.pieces) else f"unit-{self.id}"
+        """The element's id: ``cited`` for a cited passage with no sentence marked (the mark carries it),
+        else its unit's (on the first piece of a chunk; the rest of it has none)."""
+        if self.cited and not any(p.marked for p in self.pieces):
+            return "cited"
+        return f"unit-{self.id}" if self.id else ""
 
 
 @dataclass
@@ -108,12 +112,66 @@ def window(position: int | None, count: int, size: int) -> tuple[int, int]:
     return first, first + size
 
 
-def _passage(row: Mapping[str, Any], citation: Citation) -> Passage:
-    text = str(row.get("text") or "")
-    cited = row["id"] == citation.unit
-    # A unit cited without a sentence is outlined whole (no sentence is marked as if it were the one).
-    pieces = highlight(text, citation.span if cited else None)
-    return Passage(str(row["id"]), int(row.get("ord") or 0), row.get("page"), pieces, cited)
+def _page_at(offset: int, starts: Sequence[int], numbers: Sequence[int]) -> int | None:
+    """The number of the page holding ``offset`` (the last page starting at or before it)."""
+    number = None
+    for start, page in zip(starts, numbers, strict=False):
+        if start > offset:
+            break
+        number = page
+    return number
+
+
+def _cut(span: tuple[int, int] | None, low: int, high: int) -> tuple[int, int] | None:
+    """``span`` (absolute offsets) within [low, high), relative to low; None when they do not meet."""
+    if span is None or span[1] <= low or span[0] >= high:
+        return None
+    return (max(span[0], low) - low, min(span[1], high) - low)
+
+
+def passages_of(
+    rows: Sequence[Mapping[str, Any]], citation: Citation, *, page_starts: Sequence[int], page_numbers: Sequence[int]
+) -> list[Passage]:
+    """The chunks' text in order without their overlaps (each piece of text once, in the first chunk
+    that holds it), cut at page starts, the cited span marked where it falls; a chunk cited without a
+    span is outlined whole."""
+    cited_at: tuple[int, int] | None = None
+    for row in rows:
+        if row["id"] == citation.unit and citation.span is not None and row.get("start") is not None:
+            cited_at = (int(row["start"]) + citation.span[0], int(row["start"]) + citation.span[1])
+    passages: list[Passage] = []
+    covered = -1
+    for row in rows:
+        text = str(row.get("text") or "")
+        is_cited = row["id"] == citation.unit
+        if row.get("start") is None:  # a chunk without offsets: shown whole, its own span marked
+            pieces = highlight(text, citation.span if is_cited else None)
+            passages.append(Passage(str(row["id"]), int(row.get("ord") or 0), row.get("page"), pieces, is_cited))
+            continue
+        start, end = int(row["start"]), int(row["start"]) + len(text)
+        begin = max(start, covered)
+        covered = max(covered, end)
+        if begin >= end:
+            continue
+        cuts = [begin, *(p for p in page_starts if begin < p < end), end]
+        named = False
+        for low, high in itertools.pairwise(cuts):
+            mark = _cut(cited_at, low, high)
+            piece = text[low - start : high - start]
+            if not piece.strip():
+                continue
+            page = _page_at(low, page_starts, page_numbers) if page_starts else row.get("page")
+            passages.append(
+                Passage(
+                    "" if named else str(row["id"]),
+                    int(row.get("ord") or 0),
+                    page,
+                    highlight(piece, mark),
+                    mark is not None or (is_cited and cited_at is None),
+                )
+            )
+            named = True
+    return passages
 
 
 def _row(row: Mapping[str, Any], citation: Citation) -> TableRow:
@@ -134,9 +192,12 @@ def document_view(
     located = unit_locate(driver=driver, document_id=document_id, unit=citation.unit)
     cited_chunk = located["position"] if located and located["label"] == "Chunk" else None
     first, last = window(cited_chunk if at is None else at, int(document["chunks"]), CHUNK_WINDOW)
-    passages = [
-        _passage(row, citation) for row in _query(driver, cypher.VIEW_CHUNKS, id=document_id, first=first, last=last)
-    ]
+    passages = passages_of(
+        _query(driver, cypher.VIEW_CHUNKS, id=document_id, first=first, last=last),
+        citation,
+        page_starts=[int(p) for p in document["page_starts"]],
+        page_numbers=[int(p) for p in document["page_numbers"]],
+    )
     windows: dict[str, list[int]] = {}
     if located and located["label"] == "Row" and located["table"]:
         low, high = window(int(located["position"]), 10**9, ROW_WINDOW)

@@ -9,15 +9,16 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import FileResponse, Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from apps.accounts.access import readable_collections
 from apps.accounts.roles import can_audit
 from apps.answers.access import SESSION_KEY
+from apps.answers.media import media_file
 from apps.answers.models import Answer
-from apps.documents.reading import CHUNK_WINDOW, Citation, document_view
+from apps.documents.reading import CHUNK_WINDOW, Citation, document_read, document_view
 from apps.graph.driver import get_driver
 from apps.ledger.services import knowledge_stand
 
@@ -76,8 +77,25 @@ def document_page(request: HttpRequest, document_id: str) -> HttpResponse:
         **view,
         "entry": knowledge_stand(document_ids=[document_id])["sources"].get(document_id),
         "may_audit": can_audit(request.user),
+        "page_count": len(view["document"]["page_images"]),
         "answers": answers_using(request, document_id),
         "earlier": max(0, window["first"] - CHUNK_WINDOW // 2) if window["first"] > 0 else None,
         "later": window["last"] + CHUNK_WINDOW // 2 if window["last"] < window["count"] else None,
     }
     return render(request, "documents/document.html", context)
+
+
+@require_GET
+def page_image(request: HttpRequest, document_id: str, number: int) -> FileResponse:
+    """A PDF page's picture, rendered at ingestion; a 404 like a missing one for a document the reader
+    may not read."""
+    document = document_read(
+        driver=get_driver(), document_id=document_id, collections=readable_collections(request.user)
+    )
+    images = list(document["page_images"]) if document else []
+    if not 1 <= number <= len(images):
+        raise Http404("no such page")
+    response = FileResponse(media_file(str(images[number - 1])).open("rb"), content_type="image/jpeg")
+    response["Cache-Control"] = "private, max-age=3600"
+    response["X-Content-Type-Options"] = "nosniff"
+    return response

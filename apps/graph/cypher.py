@@ -93,7 +93,8 @@ DOCUMENTS_CREATE = """
 UNWIND $rows AS row
 CREATE (d:Document {id: row.id})
 SET d.title = row.title, d.path = row.path, d.mime = row.mime, d.sha256 = row.sha256,
-    d.collection = row.collection, d.size = row.size
+    d.collection = row.collection, d.size = row.size,
+    d.page_starts = row.page_starts, d.page_numbers = row.page_numbers, d.page_images = row.page_images
 """
 
 CHUNKS_CREATE = """
@@ -1117,7 +1118,8 @@ VIEW_DOCUMENT = """
 MATCH (d:Document {id: $id})
 WHERE $collections IS NULL OR d.collection IN $collections
 RETURN d.id AS id, d.title AS title, d.path AS path, d.mime AS mime, d.collection AS collection,
-       d.size AS size, d.sha256 AS sha256,
+       d.size AS size, d.sha256 AS sha256, coalesce(d.page_starts, []) AS page_starts,
+       coalesce(d.page_numbers, []) AS page_numbers, coalesce(d.page_images, []) AS page_images,
        COUNT { (d)-[:HAS_CHUNK]->() } AS chunks, COUNT { (d)-[:HAS_TABLE]->() } AS tables,
        COUNT { (d)-[:HAS_IMAGE]->() } AS images
 """
@@ -1141,7 +1143,7 @@ LIMIT 1
 VIEW_CHUNKS = """
 MATCH (:Document {id: $id})-[:HAS_CHUNK]->(c:Chunk)
 WHERE $first <= c.ord < $last
-RETURN c.id AS id, c.ord AS ord, c.text AS text, c.page AS page,
+RETURN c.id AS id, c.ord AS ord, c.text AS text, c.page AS page, c.start AS start,
        c.sentence_starts AS sentence_starts, c.sentence_ends AS sentence_ends
 ORDER BY c.ord
 """

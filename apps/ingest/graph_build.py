@@ -86,7 +86,12 @@ class DocumentGraph:
 
 
 def build_structure(
-    *, parsed: ParsedDocument, collection: str, chunks: Sequence[TextChunk], images: Sequence[Row]
+    *,
+    parsed: ParsedDocument,
+    collection: str,
+    chunks: Sequence[TextChunk],
+    images: Sequence[Row],
+    page_images: Sequence[str] = (),
 ) -> tuple[DocumentGraph, list[Unit]]:
     """Document, chunk, table, row and image rows, and the units to analyse."""
     doc_id = document_id(collection=collection, sha256=parsed.sha256)
@@ -99,6 +104,10 @@ def build_structure(
             "sha256": parsed.sha256,
             "collection": collection,
             "size": parsed.size,
+            # Where each page begins in the text (PDFs): the document viewer's page breaks.
+            "page_starts": [page.start for page in parsed.pages],
+            "page_numbers": [page.number for page in parsed.pages],
+            "page_images": list(page_images),  # the rendered pages in order (page 1 first), under MEDIA_ROOT
         }
     )
     units: list[Unit] = []

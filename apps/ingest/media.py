@@ -42,6 +42,14 @@ def _thumbnail(data: bytes) -> bytes:
         return out.getvalue()
 
 
+def page_store(data: bytes) -> str:
+    """Store a rendered PDF page (JPEG) under MEDIA_ROOT, content-addressed; return its path there."""
+    sha = hashlib.sha256(data).hexdigest()
+    relative = Path("pages") / sha[:2] / f"{sha}.jpg"
+    _write_atomic(Path(settings.MEDIA_ROOT) / relative, data)
+    return str(relative)
+
+
 def image_store(*, image: ParsedImage, document_id: str) -> dict[str, Any]:
     """Store the image and its thumbnail under MEDIA_ROOT; return its graph row."""
     sha = hashlib.sha256(image.data).hexdigest()

@@ -35,7 +35,7 @@ from apps.ingest.enrich import (
 from apps.ingest.extraction import EntityExtractor, SpacyExtractor
 from apps.ingest.extraction_pool import ExtractionFailed, ExtractorPool, PendingExtraction, extraction_submit
 from apps.ingest.graph_build import DocumentGraph, Unit, add_knowledge, build_structure, document_id
-from apps.ingest.media import image_store
+from apps.ingest.media import image_store, page_store
 from apps.ingest.models import Document
 from apps.ingest.parsing import parse_upload
 from apps.ingest.synonyms import SynonymParams, entity_names_embed, synonyms_link
@@ -98,6 +98,7 @@ class _Pending:
     graph: DocumentGraph | None = None
     units: list[Unit] = field(default_factory=list)
     images: list[dict[str, Any]] = field(default_factory=list)  # image rows, described
+    page_images: list[str] = field(default_factory=list)  # a PDF's rendered pages, under MEDIA_ROOT
     vectors: UnitVectors | None = None
 
 
@@ -140,6 +141,7 @@ def _batch_start(*, tools: _Tools, parsed: Sequence[ParsedDocument], collection:
     with timer.stage("images"):
         for item in batch.pending.values():
             item.images = [image_store(image=image, document_id=item.document_id) for image in item.parsed.images]
+            item.page_images = [page_store(render) for render in item.parsed.page_renders]
         images_describe(
             tagger=tools.models.tagger,
             rows=[row for item in batch.pending.values() for row in item.images],
@@ -154,7 +156,7 @@ def _batch_start(*, tools: _Tools, parsed: Sequence[ParsedDocument], collection:
                 pages=item.parsed.pages,
             )
         item.graph, item.units = build_structure(
-            parsed=item.parsed, collection=collection, chunks=chunks, images=item.images
+            parsed=item.parsed, collection=collection, chunks=chunks, images=item.images, page_images=item.page_images
         )
     extractor = tools.extractor
     with timer.stage("ner"):

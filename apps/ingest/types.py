@@ -82,6 +82,7 @@ class ParsedDocument:
     tables: tuple[ParsedTable, ...] = ()
     images: tuple[ParsedImage, ...] = ()
     title: str = ""
+    page_renders: tuple[bytes, ...] = ()  # a PDF's pages as JPEG (the document viewer's page pictures)
 
 
 @dataclass(frozen=True)

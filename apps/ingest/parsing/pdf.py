@@ -18,6 +18,7 @@ from PIL import Image
 from pypdf import PageObject, PasswordType, PdfReader
 
 from apps.ingest.parsing.images import inspect_image, sniff_format
+from apps.ingest.parsing.pdf_pages import render_pages
 from apps.ingest.parsing.text import clean_title, file_stem, normalise_newlines, sha256_hex
 from apps.ingest.types import (
     CORRUPT_FILE,
@@ -54,6 +55,7 @@ def parse_pdf(path: str, data: bytes, limits: Limits) -> ParsedDocument:
         pages=spans,
         images=tuple(images),
         title=_metadata_title(reader) or file_stem(path),
+        page_renders=render_pages(data),
     )
 
 
