@@ -1,5 +1,6 @@
 """Small helpers shared by tests."""
 
+import io
 import os
 import socket
 import subprocess
@@ -101,3 +102,32 @@ def anvil_rpc(method: str, params: list[Any]) -> Any:
     if "error" in answer:
         raise RuntimeError(f"{method}: {answer['error']}")
     return answer.get("result")
+
+
+def text_pdf(pages: list[str]) -> bytes:
+    """A small PDF with one line of Helvetica text per page (written by hand: no PDF library writes text)."""
+    objects = ["<< /Type /Catalog /Pages 2 0 R >>", ""]
+    kids = []
+    for text in pages:
+        stream = f"BT /F1 14 Tf 40 700 Td ({text}) Tj ET".encode()
+        content = len(objects) + 1
+        objects.append(f"<< /Length {len(stream)} >>\nstream\n{stream.decode()}\nendstream")
+        page = len(objects) + 1
+        objects.append(
+            f"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents {content} 0 R "
+            "/Resources << /Font << /F1 << /Type /Font /Subtype /Type1 /BaseFont /Helvetica >> >> >> >>"
+        )
+        kids.append(f"{page} 0 R")
+    objects[1] = f"<< /Type /Pages /Kids [{' '.join(kids)}] /Count {len(kids)} >>"
+    out = io.BytesIO()
+    out.write(b"%PDF-1.4\n")
+    offsets = []
+    for number, body in enumerate(objects, start=1):
+        offsets.append(out.tell())
+        out.write(f"{number} 0 obj\n{body}\nendobj\n".encode())
+    xref = out.tell()
+    out.write(f"xref\n0 {len(objects) + 1}\n0000000000 65535 f \n".encode())
+    for offset in offsets:
+        out.write(f"{offset:010d} 00000 n \n".encode())
+    out.write(f"trailer\n<< /Size {len(objects) + 1} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n".encode())
+    return out.getvalue()

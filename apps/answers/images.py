@@ -38,6 +38,7 @@ class ImageHit:
     collection: str
     text: str
     score: float
+    document_id: str = ""
 
 
 @dataclass(frozen=True)
@@ -112,7 +113,14 @@ def images_search(
         raise AnswerError("A knowledge graph query failed; the error is logged.", stage="graph_expansion") from exc
     found = {record["id"]: record for record in records if record["label"] == "Image"}
     hits = tuple(
-        ImageHit(node, found[node]["document"] or "", found[node]["collection"] or "", found[node]["text"] or "", score)
+        ImageHit(
+            node,
+            found[node]["document"] or "",
+            found[node]["collection"] or "",
+            found[node]["text"] or "",
+            score,
+            found[node].get("document_id") or "",
+        )
         for node, score in nearest
         if node in found
     )

@@ -20,9 +20,24 @@ import pytest
 from django.conf import settings
 from playwright.sync_api import Browser, ViewportSize, sync_playwright
 
-from tests.browser.support import JOURNAL, MUSEUM, PRESIDENT, SOCIETY, Browsing, Corpus, Persona, field_notes
+from tests.browser.support import (
+    JOURNAL,
+    MUSEUM,
+    PHOTO_NAME,
+    PRESIDENT,
+    SOCIETY,
+    SURVEY_NAME,
+    SURVEY_PAGES,
+    TABLE,
+    TABLE_NAME,
+    Browsing,
+    Corpus,
+    Persona,
+    field_notes,
+    photo,
+)
 from tests.conftest import services, web_server_running
-from tests.support import manage, manage_within
+from tests.support import manage, manage_within, text_pdf
 
 CHROMIUM = Path("/usr/bin/chromium")  # Debian's package (`make test` installs it: the Makefile's chromium target)
 PASSWORD = "browser-test-password-1912"
@@ -103,10 +118,10 @@ def web_server(product_generator: None) -> Iterator[str]:
 
 @pytest.fixture(scope="package")
 def corpus(live_services: None, tmp_path_factory: pytest.TempPathFactory) -> Corpus:
-    """Five small documents, ingested by the real worker into a private collection no earlier run used:
+    """Small documents, ingested by the real worker into a private collection no earlier run used:
     the journal and its society (asked about), the society's president (a chain of names for the graph
-    explorer), the museum's two names (merged by the curator), and field notes with a word new in this
-    run (which the outsider must never see)."""
+    explorer), the museum's two names (merged by the curator), field notes with a word new in this
+    run (which the outsider must never see), and a table, a picture and a PDF (the document viewer)."""
     folder = tmp_path_factory.mktemp("moss")
     code = f"zq{uuid.uuid4().hex[:10]}"
     texts = {
@@ -118,12 +133,16 @@ def corpus(live_services: None, tmp_path_factory: pytest.TempPathFactory) -> Cor
     }
     for name, text in texts.items():
         (folder / name).write_text(text)
+    others = {TABLE_NAME: TABLE.encode(), PHOTO_NAME: photo(), SURVEY_NAME: text_pdf(SURVEY_PAGES)}
+    for name, data in others.items():
+        (folder / name).write_bytes(data)
     collection = f"moss-{uuid.uuid4().hex[:8]}"
-    files = [str(folder / name) for name in texts]
+    files = [str(folder / name) for name in [*texts, *others]]
     run = manage("ingest", *files, "--collection", collection, "--wait", "--json")
     assert run.returncode == 0, run.stdout + run.stderr
     job = json.loads(run.stdout)
-    assert sorted((r["path"], r["status"]) for r in job["results"]) == [(name, "created") for name in sorted(texts)]
+    expected = sorted([*texts, *others])
+    assert sorted((r["path"], r["status"]) for r in job["results"]) == [(name, "created") for name in expected]
     return Corpus(collection=collection, texts=texts, job=job["id"], code=code)
 
 

@@ -3,12 +3,14 @@
 
 from __future__ import annotations
 
+import io
 import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from django.conf import settings
+from PIL import Image
 from playwright.sync_api import ConsoleMessage, FloatRect, Page, WebError, expect
 
 BASE_DIR = Path(__file__).resolve().parents[2]
@@ -27,6 +29,21 @@ KEPT, DROPPED = "National Museum of Wales", "National Museum Wales"
 # A chain of names for the graph explorer to expand: the society's neighbour (its president) has a
 # neighbour of her own (her birthplace) that no sentence names together with the society.
 PRESIDENT = "In 1912 the Bryological Society of Wales elected Gwendolyn Pryce. Gwendolyn Pryce was born in Aberystwyth."
+
+
+# Documents of other kinds, for the document viewer: a table, a picture and a two-page PDF.
+TABLE_NAME = "species.csv"
+TABLE = "species,site,count\nSphagnum,Tregaron,12\nPolytrichum,Borth,7\nHypnum,Aberystwyth,3\n"
+PHOTO_NAME = "moss-photo.png"
+SURVEY_NAME = "survey.pdf"
+SURVEY_PAGES = ["Mosses of Borth bog were counted in May", "Mosses of Tregaron bog were counted in June"]
+
+
+def photo() -> bytes:
+    """A small green picture (PNG)."""
+    out = io.BytesIO()
+    Image.new("RGB", (120, 90), (40, 140, 60)).save(out, format="PNG")
+    return out.getvalue()
 
 
 def field_notes(code: str) -> str:

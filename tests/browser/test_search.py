@@ -56,7 +56,7 @@ def test_an_answer_streams_cites_its_sources_and_its_audit_page_shows_what_suppo
     page.goto("/")
     page.evaluate(WATCH_STREAM)
     page.get_by_label("Question").fill(QUESTION)
-    page.get_by_label("Collection").fill(corpus.collection)
+    page.get_by_label("Collection").select_option(corpus.collection)
     button = page.get_by_role("button", name="Ask")
     ask(page, lambda: button.click(timeout=ANSWER_TIMEOUT_MS))
     assert page.evaluate("() => window.__streamed"), "no token was streamed into the answer"

@@ -20,6 +20,7 @@ from pytest_django.fixtures import Settings
 from apps.accounts.services import collection_ensure, collection_grant
 from apps.documents.templatetags.viewer import viewer_url
 from apps.ingest.services import default_extractor, upload_ingest
+from tests.support import text_pdf
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db]
 
@@ -53,35 +54,6 @@ def png() -> bytes:
     return data.getvalue()
 
 
-def pdf(pages: list[str]) -> bytes:
-    """A small PDF with one line of Helvetica text per page (written by hand: no PDF library writes text)."""
-    objects = ["<< /Type /Catalog /Pages 2 0 R >>", ""]
-    kids = []
-    for text in pages:
-        stream = f"BT /F1 14 Tf 40 700 Td ({text}) Tj ET".encode()
-        content = len(objects) + 1
-        objects.append(f"<< /Length {len(stream)} >>\nstream\n{stream.decode()}\nendstream")
-        page = len(objects) + 1
-        objects.append(
-            f"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents {content} 0 R "
-            "/Resources << /Font << /F1 << /Type /Font /Subtype /Type1 /BaseFont /Helvetica >> >> >> >>"
-        )
-        kids.append(f"{page} 0 R")
-    objects[1] = f"<< /Type /Pages /Kids [{' '.join(kids)}] /Count {len(kids)} >>"
-    out = io.BytesIO()
-    out.write(b"%PDF-1.4\n")
-    offsets = []
-    for number, body in enumerate(objects, start=1):
-        offsets.append(out.tell())
-        out.write(f"{number} 0 obj\n{body}\nendobj\n".encode())
-    xref = out.tell()
-    out.write(f"xref\n0 {len(objects) + 1}\n0000000000 65535 f \n".encode())
-    for offset in offsets:
-        out.write(f"{offset:010d} 00000 n \n".encode())
-    out.write(f"trailer\n<< /Size {len(objects) + 1} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n".encode())
-    return out.getvalue()
-
-
 @pytest.fixture
 def library(empty_graph: Driver) -> dict[str, str]:
     """notes.txt, prices.csv, moss.png and survey.pdf in the public "lab"; plans.txt in the private "vault"."""
@@ -91,7 +63,7 @@ def library(empty_graph: Driver) -> dict[str, str]:
         "notes": ingest(empty_graph, "notes.txt", NOTES.encode(), "lab"),
         "prices": ingest(empty_graph, "prices.csv", PRICES.encode(), "lab"),
         "picture": ingest(empty_graph, "moss-picture.png", png(), "lab"),
-        "survey": ingest(empty_graph, "survey.pdf", pdf(["Mosses of Borth bog", "Mosses of Tregaron bog"]), "lab"),
+        "survey": ingest(empty_graph, "survey.pdf", text_pdf(["Mosses of Borth bog", "Mosses of Tregaron bog"]), "lab"),
         "secret": ingest(empty_graph, "plans.txt", SECRET.encode(), "vault"),
     }
 
