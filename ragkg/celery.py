@@ -11,7 +11,7 @@ import os
 from typing import Any
 
 from celery import Celery
-from celery.signals import worker_process_shutdown, worker_shutdown
+from celery.signals import celeryd_init, worker_process_init, worker_process_shutdown, worker_shutdown
 from kombu import Queue
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "ragkg.settings")
@@ -42,3 +42,25 @@ def stop_extraction_helpers(**_: Any) -> None:
     from apps.ingest.services import extraction_helpers_stop
 
     extraction_helpers_stop()
+
+
+_generation_node = False  # set in the main process of the worker consuming the generation queue
+
+
+@celeryd_init.connect
+def note_generation_node(sender: str | None = None, **_: Any) -> None:
+    """Remember (for the pool processes forked after this) whether this is the generation worker."""
+    global _generation_node
+    from ragkg.workers import GENERATION_NODE_PREFIX
+
+    _generation_node = bool(sender and str(sender).startswith(GENERATION_NODE_PREFIX))
+
+
+@worker_process_init.connect
+def warm_generator(**_: Any) -> None:
+    """A generation worker's pool process loads the generator now, in the background."""
+    if _generation_node:
+        from apps.answers.warm import warm_generation, warm_in_background
+
+        warm_in_background("generator", warm_generation)
+

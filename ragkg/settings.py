@@ -177,6 +177,8 @@ WHITENOISE_AUTOREFRESH = DEBUG
 WEB_HOST = env_str("WEB_HOST", "127.0.0.1")
 WEB_PORT = env_int("WEB_PORT", 8000, minimum=1, maximum=65535)
 WEB_WORKERS = env_int("WEB_WORKERS", 2, minimum=1)
+# Load the answering models at web and generation-worker start (apps/answers/warm.py), in the background.
+WARM_UP = env_bool("RAGKG_WARM_UP", True)
 WEB_THREADS = env_int("WEB_THREADS", 4, minimum=1)
 
 # --- admission control (apps/core/admission.py, docs/load.md) -------------------

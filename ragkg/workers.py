@@ -29,6 +29,7 @@ INGEST = "celery-ingest"
 GENERATION = "celery-gpu"
 MAINTENANCE = "celery-maintenance"
 ORDER = (INGEST, GENERATION, MAINTENANCE)
+GENERATION_NODE_PREFIX = "gpu@"  # the generation worker's Celery node name starts so
 
 
 @dataclass(frozen=True)
@@ -66,7 +67,7 @@ def local_workers() -> list[LocalWorker]:
         LocalWorker(INGEST, "ingest@%h", ingest, settings.CELERY_WORKER_CONCURRENCY, nice=settings.INGEST_NICE),
         LocalWorker(
             GENERATION,
-            "gpu@%h",
+            f"{GENERATION_NODE_PREFIX}%h",
             tuple(name for name in (settings.ANSWER_GENERATION_QUEUE,) if name in queues),
             settings.GENERATION_CONCURRENCY,
         ),

@@ -48,7 +48,7 @@ def test_a_source_opens_its_document_at_the_cited_sentence(
     assert any(cited.inner_text().strip() in text for text in corpus.texts.values())
     expect(page.locator("p.passage.cited")).to_have_count(1)
     expect(page.locator(".document-view h1")).to_be_visible()
-    browsing.shot("document-viewer", readme="document-viewer")
+    browsing.shot("document-viewer", readme="document-viewer.png")
 
 
 def test_a_table_row_opens_at_its_cell(browsing: Browsing, auditor: Persona, corpus: Corpus) -> None:

@@ -124,7 +124,7 @@ def test_search_draw_expand_and_filter(browsing: Browsing, auditor: Persona, cor
     if kind is not None:
         page.locator("#graph-relations label", has_text=re.compile(f"^{re.escape(kind)}$")).click()
         assert shown(page)[1] < edges_after_type
-    browsing.shot("graph-explorer")
+    browsing.shot("graph-explorer", readme="graph-explorer.png")
 
 
 def test_the_outsider_finds_nothing_of_the_private_corpus(

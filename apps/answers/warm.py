@@ -1,0 +1,58 @@
+"""Warm-up: load the models a process will answer with as soon as it starts, in a background thread,
+so that the first question a web process or generation worker handles is as fast as the rest.
+
+Web processes (``ragkg.wsgi``) load the retrieval tools (text embedder, CLIP, reranker, tokenizer),
+run question analysis once (spaCy, language identification) and embed one query; generation worker
+processes (``ragkg.celery``, the node consuming the generation queue) load the generator. A failure is
+logged and changes nothing: the model then loads on first use, as without warm-up. ``RAGKG_WARM_UP=0``
+turns it off.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+
+from django.conf import settings
+
+logger = logging.getLogger(__name__)
+
+WARM_QUESTION = "Who founded the society that publishes the journal?"
+
+
+def warm_retrieval() -> None:
+    """Load what answering a question in this process needs, and use each part once."""
+    from apps.answers.analysis import query_analyse
+    from apps.answers.tools import default_tools
+
+    tools = default_tools()
+    query_analyse(question=WARM_QUESTION, tokenize=tools.tokenize, ner_model=tools.ner_model)
+    tools.text.embed_queries([WARM_QUESTION])
+
+
+def warm_generation() -> None:
+    """Load the generator (its weights, converted copy and tokenizer)."""
+    from apps.models.registry import generator
+
+    generator()
+
+
+def _run(name: str, warm: Callable[[], None]) -> None:
+    started = time.perf_counter()
+    try:
+        warm()
+    except Exception:  # a warm-up must never take a process down: the model loads on first use instead
+        logger.exception("warm-up of %s failed; it loads on first use", name)
+        return
+    logger.info("warm-up of %s done in %.1fs", name, time.perf_counter() - started)
+
+
+def warm_in_background(name: str, warm: Callable[[], None]) -> threading.Thread | None:
+    """Start ``warm`` in a daemon thread (None when ``RAGKG_WARM_UP`` is off)."""
+    if not settings.WARM_UP:
+        return None
+    thread = threading.Thread(target=_run, args=(name, warm), name=f"warm-{name}", daemon=True)
+    thread.start()
+    return thread

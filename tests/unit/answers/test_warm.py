@@ -1,0 +1,51 @@
+"""Warm-up: the models load in a background thread at process start; a failure is logged and the
+process goes on (the model then loads on first use); RAGKG_WARM_UP=0 turns it off."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+from pytest_django.fixtures import Settings
+
+from apps.answers import warm
+
+
+def test_the_warm_up_runs_in_a_daemon_thread(settings: Settings, caplog: pytest.LogCaptureFixture) -> None:
+    settings.WARM_UP = True
+    ran: list[str] = []
+    thread = warm.warm_in_background("test", lambda: ran.append("loaded"))
+    assert thread is not None and thread.daemon and thread.name == "warm-test"
+    thread.join(5)
+    assert ran == ["loaded"]
+
+
+def test_a_failed_warm_up_is_logged_and_harmless(settings: Settings, caplog: pytest.LogCaptureFixture) -> None:
+    settings.WARM_UP = True
+
+    def broken() -> None:
+        raise OSError("no model files")
+
+    with caplog.at_level(logging.ERROR, logger="apps.answers.warm"):
+        thread = warm.warm_in_background("broken", broken)
+        assert thread is not None
+        thread.join(5)
+    assert "warm-up of broken failed; it loads on first use" in caplog.text
+
+
+def test_it_can_be_turned_off(settings: Settings) -> None:
+    settings.WARM_UP = False
+    assert warm.warm_in_background("off", lambda: None) is None
+
+
+def test_the_generation_worker_alone_warms_the_generator(monkeypatch: pytest.MonkeyPatch) -> None:
+    import ragkg.celery as app
+
+    started: list[str] = []
+    monkeypatch.setattr(warm, "warm_in_background", lambda name, fn: started.append(name))
+    app.note_generation_node(sender="ingest@host")
+    app.warm_generator()
+    app.note_generation_node(sender="gpu@host")
+    app.warm_generator()
+    assert started == ["generator"]
+    app.note_generation_node(sender=None)
