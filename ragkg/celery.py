@@ -63,4 +63,3 @@ def warm_generator(**_: Any) -> None:
         from apps.answers.warm import warm_generation, warm_in_background
 
         warm_in_background("generator", warm_generation)
-

@@ -12,4 +12,3 @@ application = get_wsgi_application()
 from apps.answers.warm import warm_in_background, warm_retrieval  # noqa: E402 - needs the application
 
 warm_in_background("retrieval", warm_retrieval)
-

@@ -3,7 +3,7 @@
 ``path_names`` looks up what the nodes of the paths are called (entities by name, units by a
 piece of their text) and the predicate of each RELATED step, in two Cypher reads; when the graph
 cannot be reached the drawing falls back to short ids and relationship types. ``path_drawing``
-turns one path into positions and labels; ``templates/answers/path_svg.html`` draws it, so every
+turns one path into positions and labels; ``templates/answers/path_steps.html`` draws it, so every
 label is escaped by the template engine.
 """
 
@@ -25,7 +25,7 @@ STEP = 170  # px between node centres
 PAD = 60
 NODE_Y = 34
 HEIGHT = 76
-LABEL_CHARS = 22
+LABEL_CHARS = 60  # the steps wrap, so names may be long
 
 
 @dataclass(frozen=True)
@@ -63,6 +63,20 @@ class PathDrawing:
     edges: tuple[DrawnEdge, ...]
     score: float
     description: str  # the path in words, for screen readers
+
+    @property
+    def steps(self) -> list[dict[str, Any]]:
+        """The path in reading order: a node, the label of the step to the next one, the next node, …"""
+        sequence: list[dict[str, Any]] = []
+        for index, node in enumerate(self.nodes):
+            if index:
+                sequence.append({"edge": self.edges[index - 1].label if index - 1 < len(self.edges) else ""})
+            sequence.append({"node": node})
+        return sequence
+
+    @property
+    def hops(self) -> int:
+        return len(self.edges)
 
 
 Names = Mapping[str, NodeName]
@@ -186,6 +200,7 @@ def source_drawings(
         str(source.get("id")): [
             path_drawing(path, names=names, predicates=predicates, sources=labels)
             for path in source.get("path_details") or []
+            if len(path.get("nodes") or []) > 1  # a lone seed is no path: the vector search found it
         ]
         for source in sources
     }

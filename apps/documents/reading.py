@@ -50,6 +50,7 @@ class Passage:
     page: int | None
     pieces: list[Piece]
     cited: bool = False
+    picture: tuple[int, int] | None = None  # the size of its page's picture, where there is one
 
     @property
     def anchor(self) -> str:
@@ -198,6 +199,10 @@ def document_view(
         page_starts=[int(p) for p in document["page_starts"]],
         page_numbers=[int(p) for p in document["page_numbers"]],
     )
+    sizes = zip(document["page_widths"], document["page_heights"], strict=False)
+    pictures = {number: (int(w), int(h)) for number, (w, h) in enumerate(sizes, start=1)}
+    for passage in passages:
+        passage.picture = pictures.get(passage.page) if passage.page is not None else None
     windows: dict[str, list[int]] = {}
     if located and located["label"] == "Row" and located["table"]:
         low, high = window(int(located["position"]), 10**9, ROW_WINDOW)

@@ -77,7 +77,6 @@ def document_page(request: HttpRequest, document_id: str) -> HttpResponse:
         **view,
         "entry": knowledge_stand(document_ids=[document_id])["sources"].get(document_id),
         "may_audit": can_audit(request.user),
-        "page_count": len(view["document"]["page_images"]),
         "answers": answers_using(request, document_id),
         "earlier": max(0, window["first"] - CHUNK_WINDOW // 2) if window["first"] > 0 else None,
         "later": window["last"] + CHUNK_WINDOW // 2 if window["last"] < window["count"] else None,

@@ -94,7 +94,8 @@ UNWIND $rows AS row
 CREATE (d:Document {id: row.id})
 SET d.title = row.title, d.path = row.path, d.mime = row.mime, d.sha256 = row.sha256,
     d.collection = row.collection, d.size = row.size,
-    d.page_starts = row.page_starts, d.page_numbers = row.page_numbers, d.page_images = row.page_images
+    d.page_starts = row.page_starts, d.page_numbers = row.page_numbers, d.page_images = row.page_images,
+    d.page_widths = row.page_widths, d.page_heights = row.page_heights
 """
 
 CHUNKS_CREATE = """
@@ -1120,6 +1121,7 @@ WHERE $collections IS NULL OR d.collection IN $collections
 RETURN d.id AS id, d.title AS title, d.path AS path, d.mime AS mime, d.collection AS collection,
        d.size AS size, d.sha256 AS sha256, coalesce(d.page_starts, []) AS page_starts,
        coalesce(d.page_numbers, []) AS page_numbers, coalesce(d.page_images, []) AS page_images,
+       coalesce(d.page_widths, []) AS page_widths, coalesce(d.page_heights, []) AS page_heights,
        COUNT { (d)-[:HAS_CHUNK]->() } AS chunks, COUNT { (d)-[:HAS_TABLE]->() } AS tables,
        COUNT { (d)-[:HAS_IMAGE]->() } AS images
 """

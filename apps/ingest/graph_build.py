@@ -10,7 +10,7 @@ import bisect
 import hashlib
 import re
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -91,7 +91,7 @@ def build_structure(
     collection: str,
     chunks: Sequence[TextChunk],
     images: Sequence[Row],
-    page_images: Sequence[str] = (),
+    page_images: Sequence[Mapping[str, Any]] = (),
 ) -> tuple[DocumentGraph, list[Unit]]:
     """Document, chunk, table, row and image rows, and the units to analyse."""
     doc_id = document_id(collection=collection, sha256=parsed.sha256)
@@ -107,7 +107,10 @@ def build_structure(
             # Where each page begins in the text (PDFs): the document viewer's page breaks.
             "page_starts": [page.start for page in parsed.pages],
             "page_numbers": [page.number for page in parsed.pages],
-            "page_images": list(page_images),  # the rendered pages in order (page 1 first), under MEDIA_ROOT
+            # the rendered pages in order (page 1 first): files under MEDIA_ROOT and their sizes in pixels
+            "page_images": [str(page["path"]) for page in page_images],
+            "page_widths": [int(page["width"]) for page in page_images],
+            "page_heights": [int(page["height"]) for page in page_images],
         }
     )
     units: list[Unit] = []

@@ -42,12 +42,15 @@ def _thumbnail(data: bytes) -> bytes:
         return out.getvalue()
 
 
-def page_store(data: bytes) -> str:
-    """Store a rendered PDF page (JPEG) under MEDIA_ROOT, content-addressed; return its path there."""
+def page_store(data: bytes) -> dict[str, Any]:
+    """Store a rendered PDF page (JPEG) under MEDIA_ROOT, content-addressed; return its path there and
+    its size in pixels (the viewer reserves the space before the picture loads)."""
     sha = hashlib.sha256(data).hexdigest()
     relative = Path("pages") / sha[:2] / f"{sha}.jpg"
     _write_atomic(Path(settings.MEDIA_ROOT) / relative, data)
-    return str(relative)
+    with Image.open(io.BytesIO(data)) as image:
+        width, height = image.size
+    return {"path": str(relative), "width": width, "height": height}
 
 
 def image_store(*, image: ParsedImage, document_id: str) -> dict[str, Any]:

@@ -98,7 +98,7 @@ class _Pending:
     graph: DocumentGraph | None = None
     units: list[Unit] = field(default_factory=list)
     images: list[dict[str, Any]] = field(default_factory=list)  # image rows, described
-    page_images: list[str] = field(default_factory=list)  # a PDF's rendered pages, under MEDIA_ROOT
+    page_images: list[dict[str, Any]] = field(default_factory=list)  # a PDF's rendered pages: path, width, height
     vectors: UnitVectors | None = None
 
 

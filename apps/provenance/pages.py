@@ -22,6 +22,7 @@ from django.db.models import Exists, OuterRef, QuerySet
 from apps.accounts.access import covers
 from apps.answers.expansion import question_entity_ids
 from apps.answers.models import Answer
+from apps.answers.paths import Names, Predicates
 from apps.answers.types import STAGES
 from apps.ledger.pages import answer_knowledge_log
 from apps.provenance.models import AttributionRecord, ExactRun
@@ -167,6 +168,63 @@ def page_tokens(fast: Sequence[dict[str, Any]], exact: Sequence[dict[str, Any]])
     return tokens
 
 
+_WORD_CHAR = re.compile(r"\w")
+EMPTY_NAMES: Names = {}
+EMPTY_PREDICATES: Predicates = {}
+
+
+def _joins(text: str, left: Mapping[str, Any], right: Mapping[str, Any]) -> bool:
+    """Whether ``right`` continues the word ``left`` ends (a sub-word piece: no space between, word
+    characters on both sides)."""
+    end, start = int(left["end"]), int(right["start"])
+    if end != start or not 0 < end < len(text):
+        return False
+    return bool(_WORD_CHAR.match(text[end - 1]) and _WORD_CHAR.match(text[end]))
+
+
+def _merged_supports(members: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The supports of a word's pieces: per sentence the best fast and exact score of any piece, best fast
+    score first (those only exact attributes after, best first); a one-piece word keeps its own order."""
+    if len(members) == 1:
+        return [dict(support) for support in members[0]["supports"]]
+    merged: dict[tuple[int, int], dict[str, Any]] = {}
+    for token in members:
+        for support in token["supports"]:
+            key = (int(support["number"]), int(support["sentence"]))
+            row = merged.setdefault(key, {**support, "fast": None, "exact": None})
+            for mode in ("fast", "exact"):
+                if support.get(mode) is not None:
+                    row[mode] = max(float(support[mode]), float(row[mode] if row[mode] is not None else -1e9))
+    return sorted(merged.values(), key=lambda r: (r["fast"] is None, -(r["fast"] or 0.0), -(r["exact"] or 0.0)))
+
+
+def page_words(tokens: Sequence[Mapping[str, Any]], text: str) -> list[dict[str, Any]]:
+    """The page's tokens grouped into words (sub-word pieces joined: " Gw" + "endolyn" is one word), each
+    with its pieces' supports merged; hover and colour then go by word."""
+    groups: list[list[Mapping[str, Any]]] = []
+    for token in tokens:
+        if groups and _joins(text, groups[-1][-1], token):
+            groups[-1].append(token)
+        else:
+            groups.append([token])
+    words = []
+    for index, members in enumerate(groups):
+        supports = _merged_supports(members)
+        start, end = int(members[0]["start"]), int(members[-1]["end"])
+        words.append(
+            {
+                "index": index,
+                "text": text[start:end] if 0 <= start < end <= len(text) else "".join(m["text"] for m in members),
+                "start": start,
+                "end": end,
+                "top": supports[0]["number"] if supports else None,
+                "supports": supports,
+                "pieces": len(members),
+            }
+        )
+    return words
+
+
 def colour(number: int | None) -> str:
     return "none" if number is None else f"src-{(number - 1) % COLOURS}"
 
@@ -232,20 +290,40 @@ def _node_labels(record: dict[str, Any]) -> dict[str, str]:
     return labels
 
 
-def _path_steps(path: dict[str, Any], labels: dict[str, str]) -> list[dict[str, str]]:
-    """A path as alternating node and relationship steps: start node, RELATIONSHIP, node, ..."""
+def _path_steps(
+    path: dict[str, Any], labels: Mapping[str, str], names: Names, predicates: Predicates
+) -> list[dict[str, str]]:
+    """A path as alternating node and relationship steps: start node, relationship, node, ... Nodes are
+    named by the record (question entities, seeds, sources), else by the graph (``names``: entities by
+    name, units by their text), else by a short id; a RELATED step by its predicate where known."""
     nodes, relationships = path.get("nodes") or [], path.get("relationships") or []
     steps: list[dict[str, str]] = []
     for position, node in enumerate(nodes):
         if position:
             relationship = relationships[position - 1] if position - 1 < len(relationships) else "?"
-            steps.append({"kind": "rel", "label": relationship})
+            pair = (nodes[position - 1], node)
+            predicate = (
+                predicates.get(pair) or predicates.get((pair[1], pair[0])) if relationship == "RELATED" else None
+            )
+            steps.append({"kind": "rel", "label": predicate or relationship})
         inner = 0 < position < len(nodes) - 1
-        steps.append({"kind": "node", "label": labels.get(node, f"{'entity' if inner else 'node'} {node[:8]}")})
+        known = names.get(node)
+        if node in labels:
+            label = labels[node]
+        elif known is not None and known.name:
+            label = known.name if known.label == "Entity" else f"{known.label.lower()}: {known.name}"
+        else:
+            label = f"{'entity' if inner else 'node'} {node[:8]}"
+        steps.append({"kind": "node", "label": label})
     return steps
 
 
-def _source_view(source: dict[str, Any], labels: dict[str, str]) -> dict[str, Any]:
+def _source_view(
+    source: dict[str, Any],
+    labels: dict[str, str],
+    names: Names = EMPTY_NAMES,
+    predicates: Predicates = EMPTY_PREDICATES,
+) -> dict[str, Any]:
     number = int(source["number"])
     return {
         "number": number,
@@ -261,7 +339,7 @@ def _source_view(source: dict[str, Any], labels: dict[str, str]) -> dict[str, An
         "score": source.get("score"),
         "scores": source.get("scores") or {},
         "paths": [
-            {"score": path.get("score"), "steps": _path_steps(path, labels)}
+            {"score": path.get("score"), "steps": _path_steps(path, labels, names, predicates)}
             for path in source.get("path_details") or []
         ],
     }
@@ -273,14 +351,21 @@ def _timings(timings: dict[str, Any]) -> list[tuple[str, Any]]:
     return known + sorted((key, value) for key, value in timings.items() if key not in order)
 
 
-def answer_page_context(answer: Answer, *, readable: Collection[str] | None) -> dict[str, Any]:
+def answer_page_context(
+    answer: Answer,
+    *,
+    readable: Collection[str] | None,
+    names: Names = EMPTY_NAMES,
+    predicates: Predicates = EMPTY_PREDICATES,
+) -> dict[str, Any]:
     """The template context of an answer's audit page, built from its provenance record as a viewer
-    who can read ``readable`` sees it (the caller checked ``answer_readable``)."""
+    who can read ``readable`` sees it (the caller checked ``answer_readable``); ``names`` and
+    ``predicates`` (``apps.answers.paths.path_names``) name the paths' nodes and RELATED steps."""
     record = record_for_reader(provenance_record(answer), readable)
     fast, exact = record["attribution"].get(FAST), record["attribution"].get(EXACT)
-    tokens = page_tokens(fast["tokens"] if fast else [], exact["tokens"] if exact else [])
+    tokens = page_words(page_tokens(fast["tokens"] if fast else [], exact["tokens"] if exact else []), record["answer"])
     labels = _node_labels(record)
-    sources = [_source_view(source, labels) for source in record["sources"]]
+    sources = [_source_view(source, labels, names, predicates) for source in record["sources"]]
     seed_sources = {source["id"]: source["number"] for source in sources}
     return {
         "answer": answer,

@@ -14,6 +14,8 @@ from django.views.decorators.http import require_GET, require_POST
 from apps.accounts.access import readable_collections
 from apps.accounts.roles import audit_required
 from apps.answers.models import Answer
+from apps.answers.paths import path_names
+from apps.graph.driver import get_driver
 from apps.provenance import runs, services
 from apps.provenance.pages import (
     AnswerFilters,
@@ -68,7 +70,9 @@ def answers(request: HttpRequest) -> HttpResponse:
 def answer_detail(request: HttpRequest, answer_id: uuid.UUID) -> HttpResponse:
     readable = readable_collections(request.user)
     answer = readable_answer(answer_id, readable)
-    return render(request, "provenance/answer.html", answer_page_context(answer, readable=readable))
+    names, predicates = path_names(driver=get_driver(), sources=answer.sources, collections=readable)
+    context = answer_page_context(answer, readable=readable, names=names, predicates=predicates)
+    return render(request, "provenance/answer.html", context)
 
 
 @audit_required

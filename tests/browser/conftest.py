@@ -24,7 +24,7 @@ from tests.browser.support import (
     JOURNAL,
     MUSEUM,
     PHOTO_NAME,
-    PRESIDENT,
+    PRINTER,
     SOCIETY,
     SURVEY_NAME,
     SURVEY_PAGES,
@@ -119,7 +119,7 @@ def web_server(product_generator: None) -> Iterator[str]:
 @pytest.fixture(scope="package")
 def corpus(live_services: None, tmp_path_factory: pytest.TempPathFactory) -> Corpus:
     """Small documents, ingested by the real worker into a private collection no earlier run used:
-    the journal and its society (asked about), the society's president (a chain of names for the graph
+    the journal and its society (asked about), where the journal is printed (a chain of names for the graph
     explorer), the museum's two names (merged by the curator), field notes with a word new in this
     run (which the outsider must never see), and a table, a picture and a PDF (the document viewer)."""
     folder = tmp_path_factory.mktemp("moss")
@@ -127,7 +127,7 @@ def corpus(live_services: None, tmp_path_factory: pytest.TempPathFactory) -> Cor
     texts = {
         "journal.txt": JOURNAL,
         "society.txt": SOCIETY,
-        "president.txt": PRESIDENT,
+        "printer.txt": PRINTER,
         "museum.txt": MUSEUM,
         f"notes-{code}.txt": field_notes(code),
     }

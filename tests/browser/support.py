@@ -26,10 +26,9 @@ MUSEUM = (
     "In 1925 the National Museum Wales exhibited its mosses."
 )
 KEPT, DROPPED = "National Museum of Wales", "National Museum Wales"
-# A chain of names for the graph explorer to expand: the society's neighbour (its president) has a
-# neighbour of her own (her birthplace) that no sentence names together with the society.
-PRESIDENT = "In 1912 the Bryological Society of Wales elected Gwendolyn Pryce. Gwendolyn Pryce was born in Aberystwyth."
-
+# A chain of names for the graph explorer to expand: the society's neighbour (its journal) has a
+# neighbour of its own (where it is printed) that no sentence names together with the society.
+PRINTER = "The Journal of Moss Studies was printed in Aberystwyth."
 
 # Documents of other kinds, for the document viewer: a table, a picture and a two-page PDF.
 TABLE_NAME = "species.csv"

@@ -82,7 +82,7 @@ def test_an_answer_streams_cites_its_sources_and_its_audit_page_shows_what_suppo
     society = sources.locator("li", has_text="society.txt").first.get_attribute("id")
     assert f"#{society}" in {link.get_attribute("href") for link in cites.all()}, answer.inner_text()
     expect(sources.locator("mark").first).to_be_visible()  # the supporting sentence
-    expect(sources.locator("figure.graph-path svg").first).to_be_visible()
+    expect(sources.locator("figure.graph-path ol.path-steps").first).to_be_visible()
     expect(page.locator(".latency-bar .stage-generation")).to_have_count(1)
     browsing.shot("search-answer", readme="search.png")
     cites.first.click()

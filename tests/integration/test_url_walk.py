@@ -126,6 +126,9 @@ GET_EXPECTED: dict[str, tuple[int, ...]] = {
     "answer": (404, 404, 200, 404, 404, 200),
     "answer-stream": (404, 404, 200, 404, 404, 200),
     "answer-feedback": (405, 405, 405, 405, 405, 405),  # a POST
+    # the document viewer: readers of the document's collection; the minutes are no PDF (no page pictures)
+    "document": (404, 404, 200, 404, 404, 200),
+    "document-page": (404, 404, 404, 404, 404, 404),
     "history": (302, 200, 200, 200, 200, 200),
     "image-file": (404, 404, 200, 404, 404, 200),
     # the answers' audit pages: auditors; an answer only when every collection it drew on is readable
@@ -398,6 +401,7 @@ def world(empty_graph: Driver, people: dict[str, User]) -> World:
             "variant": "thumb",
             "name": PRIVATE,
             "model_id": PRIVATE,
+            "number": "1",
             "key_id": "",
         },
         relation={k: str(v) for k, v in relation.items()},

@@ -1,5 +1,5 @@
-"""The graph paths behind each source, drawn as inline SVG: layout, names, predicates, escaping,
-and the fallback when the graph cannot be reached."""
+"""The graph paths behind each source, drawn as wrapping steps (node, predicate, node, …): names,
+predicates, escaping, a lone seed left out, and the fallback when the graph cannot be reached."""
 
 from __future__ import annotations
 
@@ -43,8 +43,7 @@ def test_a_path_is_laid_out_left_to_right_with_labelled_nodes_and_edges() -> Non
     assert [n.x for n in drawing.nodes] == [60, 60 + STEP, 60 + 2 * STEP, 60 + 3 * STEP]
     assert drawing.width == 3 * STEP + 120
     assert [n.entity for n in drawing.nodes] == [False, True, True, False]
-    assert drawing.nodes[0].title == "chunk: The society was founded in 1912."
-    assert drawing.nodes[0].text.endswith("…") and len(drawing.nodes[0].text) <= 22
+    assert drawing.nodes[0].title == drawing.nodes[0].text == "chunk: The society was founded in 1912."
     assert drawing.nodes[3].text == "[2] society.txt"
     assert [e.label for e in drawing.edges] == ["mentions", "founded by", "mentioned in"]
     assert [(e.x1, e.x2) for e in drawing.edges] == [(60, 230), (230, 400), (400, 570)]
@@ -67,14 +66,21 @@ def test_without_names_the_drawing_shows_short_ids_and_relationship_types() -> N
     assert [n.entity for n in following.nodes] == [False, False] and following.edges[0].label == "next"
 
 
-def test_the_svg_is_escaped_and_well_formed() -> None:
+def test_the_steps_are_escaped_and_read_in_order() -> None:
     [drawing] = source_drawings([SOURCE], names=NAMES, predicates={(ALICE, BOB): "founded by"})[UNIT]
-    svg = render_to_string("answers/path_svg.html", {"drawing": drawing})
-    assert "<script>" not in svg and "&lt;script&gt;" in svg
-    assert svg.count("<circle") == 2 and svg.count("<rect") == 2 and svg.count("<line") == 3
-    assert ">founded by</text>" in svg and ">mentioned in</text>" in svg
-    assert re.search(r'<svg [^>]*width="630" height="76"', svg)
-    assert 'role="img"' in svg and "aria-label=" in svg
+    html = render_to_string("answers/path_steps.html", {"drawing": drawing})
+    assert "<script>" not in html and "&lt;script&gt;" in html
+    assert html.count('class="path-node entity"') == 2 and html.count('class="path-node unit"') == 2
+    items = re.findall(r"<li [^>]*>([^<]*)</li>", html)
+    assert items[1:4] == ["mentions →", "Bryological Society of Wales", "founded by →"]
+    assert items[-1] == "[2] society.txt" and "3 steps through the graph · score 0.420" in html
+    assert 'aria-label="chunk: The society' in html
+
+
+def test_a_lone_seed_is_no_path() -> None:
+    seed_only = {**SOURCE, "path_details": [{"nodes": [UNIT], "relationships": [], "score": 0.9}, PATH]}
+    drawings = source_drawings([seed_only], names=NAMES, predicates={})[UNIT]
+    assert [d.hops for d in drawings] == [3]
 
 
 def test_names_come_from_two_graph_reads_and_a_down_graph_gives_none() -> None:

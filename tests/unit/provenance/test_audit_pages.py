@@ -475,3 +475,53 @@ def test_the_list_pages_by_fifty_and_keeps_its_filters(auditor: Client) -> None:
     assert 'href="?document=biography&amp;page=2"' in first.content.decode()
     assert len(listed(auditor.get("/audit/answers/", {"document": "biography", "page": "2"}))) == 1
     assert len(listed(auditor.get("/audit/answers/", {"page": "2"}))) == 1
+
+
+def test_path_steps_name_entities_and_predicates_from_the_graph() -> None:
+    from apps.answers.paths import NodeName
+    from apps.provenance.pages import _path_steps
+
+    seed, middle, other, unit = "a" * 32, "b" * 32, "c" * 32, "d" * 32
+    path = {"nodes": [seed, middle, other, unit], "relationships": ["MENTIONS", "RELATED", "MENTIONS"]}
+    names = {middle: NodeName("Entity", "Marie Curie"), other: NodeName("Entity", "Sorbonne")}
+    steps = _path_steps(path, {seed: "[1] biography.txt"}, names, {(other, middle): "taught at"})
+    assert [s["label"] for s in steps] == [
+        "[1] biography.txt",
+        "MENTIONS",
+        "Marie Curie",
+        "taught at",
+        "Sorbonne",
+        "MENTIONS",
+        f"node {unit[:8]}",
+    ]
+    bare = _path_steps(path, {}, {}, {})
+    assert bare[2]["label"] == f"entity {middle[:8]}" and bare[3]["label"] == "RELATED"
+
+
+def test_sub_word_pieces_are_one_word_with_their_supports_merged() -> None:
+    from apps.provenance.pages import page_words
+
+    text = "Gwendolyn Pryce led it."
+
+    def token(start: int, end: int, *supports: tuple[int, int, float]) -> dict[str, Any]:
+        rows = [
+            {"number": n, "sentence": s, "start": 0, "end": 5, "column": "", "fast": f, "exact": None}
+            for n, s, f in supports
+        ]
+        return {"text": text[start:end], "start": start, "end": end, "supports": rows}
+
+    tokens = [
+        token(0, 2, (1, 0, 0.2)),  # "Gw"
+        token(2, 9, (2, 1, 0.6), (1, 0, 0.5)),  # "endolyn"
+        token(9, 15, (2, 1, 0.7)),  # " Pryce"
+        token(15, 19),  # " led"
+        token(19, 22),  # " it"
+        token(22, 23),  # "."
+    ]
+    words = page_words(tokens, text)
+    assert [w["text"] for w in words] == ["Gwendolyn", " Pryce", " led", " it", "."]
+    assert [w["index"] for w in words] == [0, 1, 2, 3, 4]
+    first = words[0]
+    assert [(s["number"], s["fast"]) for s in first["supports"]] == [(2, 0.6), (1, 0.5)]
+    assert first["top"] == 2 and first["pieces"] == 2 and (first["start"], first["end"]) == (0, 9)
+    assert words[2]["top"] is None
