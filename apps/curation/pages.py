@@ -170,6 +170,42 @@ def entity_page(*, driver: Driver, entity_id: str, collections: Collections) -> 
     }
 
 
+def entity_names(*, driver: Driver, entity_ids: Sequence[str]) -> dict[str, str]:
+    """The names of these entities, by id (the missing ones left out)."""
+    return {str(r["id"]): str(r["name"]) for r in _query(driver, cypher.CURATION_NAMES_OF, ids=list(entity_ids))}
+
+
+def merge_preview(*, driver: Driver, keep: str, drop: str, collections: Collections) -> dict[str, Any] | None:
+    """What merging ``drop`` into ``keep`` gives, as the curator can see it: both entities' pages and the
+    result's name, type, aliases, readable mentions and relations; None when either is not readable."""
+    kept = entity_page(driver=driver, entity_id=keep, collections=collections)
+    dropped = entity_page(driver=driver, entity_id=drop, collections=collections)
+    if kept is None or dropped is None:
+        return None
+    name = str(kept["entity"]["name"])
+    names = [*(kept["entity"].get("aliases") or []), str(dropped["entity"]["name"])]
+    names += list(dropped["entity"].get("aliases") or [])
+    aliases = [a for a in dict.fromkeys(str(n) for n in names) if a and a != name]
+    return {
+        "keep": kept,
+        "drop": dropped,
+        "result": {
+            "name": name,
+            "type": kept["entity"]["type"],
+            "aliases": aliases,
+            "mentions": kept["mentions"] + dropped["mentions"],
+            "relations": kept["all_relations"] + dropped["all_relations"],
+        },
+    }
+
+
+def split_preview(*, driver: Driver, entity_id: str, documents: Sequence[str]) -> dict[str, int]:
+    """How many of the entity's mentions a split by ``documents`` moves, how many stay, of how many."""
+    rows = _query(driver, cypher.CURATION_SPLIT_COUNTS, id=entity_id, documents=list(documents))
+    moving, total = (int(rows[0]["moving"]), int(rows[0]["total"])) if rows else (0, 0)
+    return {"moving": moving, "staying": total - moving, "total": total}
+
+
 def entity_hidden(*, driver: Driver, entity_id: str, collections: Collections) -> bool:
     """Whether the entity exists but no unit the reader can read mentions it."""
     if collections is None:

@@ -211,15 +211,20 @@ def entity_alias_add(*, driver: Driver, entity_id: str, alias: str, actor: str) 
     )
 
 
-def entity_pair_merge(*, driver: Driver, first: str, second: str, actor: str) -> Curated:
-    """Merge two entities, keeping the one with more mentions (``first`` on a tie)."""
+def pair_order(*, driver: Driver, first: str, second: str) -> tuple[str, str]:
+    """Which of two entities a pair merge keeps (more mentions; ``first`` on a tie): (keep, drop)."""
     counts = {
         str(r["id"]): int(r["mentions"]) for r in _read(driver, cypher.CURATION_MENTION_COUNTS, ids=[first, second])
     }
     for entity_id in (first, second):
         if entity_id not in counts:
             raise CurationError(f"there is no entity {entity_id!r}")
-    keep, drop = (first, second) if counts[first] >= counts[second] else (second, first)
+    return (first, second) if counts[first] >= counts[second] else (second, first)
+
+
+def entity_pair_merge(*, driver: Driver, first: str, second: str, actor: str) -> Curated:
+    """Merge two entities, keeping the one with more mentions (``first`` on a tie)."""
+    keep, drop = pair_order(driver=driver, first=first, second=second)
     return entity_merge(driver=driver, keep=keep, drop=drop, actor=actor)
 
 

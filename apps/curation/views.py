@@ -43,8 +43,9 @@ from apps.curation.forms import (
     UploadForm,
     errors_text,
 )
+from apps.curation.models import DismissedSuggestion, pair_key
 from apps.curation.services import Curated, CurationError
-from apps.curation.suggestions import SYNONYM_STATUSES, merge_suggestions, name_embedder, synonym_edges
+from apps.curation.suggestions import PAIRS, SYNONYM_STATUSES, merge_suggestions, name_embedder, synonym_edges
 from apps.graph.driver import get_driver
 from apps.ingest.services import document_delete
 from apps.ingest.uploads import UploadLimits
@@ -82,10 +83,16 @@ def _back(request: HttpRequest, default: str) -> HttpResponse:
 
 
 def _done(request: HttpRequest, text: str, result: Curated) -> None:
-    """Tell what happened, with a link to the change-log entry (and whether the graph follows later)."""
-    link = reverse("ledger:entry", args=[result.seq])
+    """Tell what happened and its change-log entry (a link for those who may open it: auditors), and
+    whether the graph follows later."""
     later = "" if result.applied else " Neo4j is unavailable: the graph follows as soon as it is back."
-    messages.success(request, format_html('{} <a href="{}">Change-log entry #{}</a>.{}', text, link, result.seq, later))
+    if can_audit(request.user):
+        link = reverse("ledger:entry", args=[result.seq])
+        messages.success(
+            request, format_html('{} <a href="{}">Change-log entry #{}</a>.{}', text, link, result.seq, later)
+        )
+    else:
+        messages.success(request, format_html("{} Change-log entry #{}.{}", text, result.seq, later))
 
 
 def _act(request: HttpRequest, action: Callable[[], Curated], text: str) -> Curated | None:
@@ -225,19 +232,37 @@ def entity_alias(request: HttpRequest, entity_id: str) -> HttpResponse:
 @require_POST
 @graph_required
 def entity_merge(request: HttpRequest, entity_id: str) -> HttpResponse:
-    """Merge this entity into another one, or another one into this (``keep`` and ``drop``)."""
+    """Merge this entity into another one, or another one into this (``keep`` and ``drop``): first a
+    page that previews the result, then (``confirmed``) the merge."""
     form = MergeForm(request.POST)
     if not form.is_valid() or entity_id not in (form.cleaned_data["keep"], form.cleaned_data["drop"]):
         messages.error(request, errors_text(form) or "a merge names this entity and one other")
         return redirect("curation:entity", entity_id=entity_id)
     keep, drop = form.cleaned_data["keep"], form.cleaned_data["drop"]
     _guard_entities(request, keep, drop)
-    result = _act(
-        request,
-        lambda: services.entity_merge(driver=get_driver(), keep=keep, drop=drop, actor=_actor(request)),
-        "Merged.",
+    cancel = reverse("curation:entity", args=[entity_id])
+    return _merge(request, keep, drop, action=reverse("curation:entity-merge", args=[entity_id]), cancel=cancel)
+
+
+def _merge(request: HttpRequest, keep: str, drop: str, *, action: str, cancel: str) -> HttpResponse:
+    """The confirmation page of merging ``drop`` into ``keep``, or, confirmed, the merge."""
+    preview = pages.merge_preview(
+        driver=get_driver(), keep=keep, drop=drop, collections=readable_collections(request.user)
     )
-    return redirect("curation:entity", entity_id=keep if result else entity_id)
+    if preview is None:
+        raise Http404("no such entity")
+    if request.POST.get("confirmed") != "1":
+        context = {**preview, "action": action, "cancel": cancel, "fields": request.POST}
+        return render(request, "curation/merge_confirm.html", context)
+    kept, dropped = preview["keep"]["entity"]["name"], preview["drop"]["entity"]["name"]
+    text = (
+        f"Merged “{dropped}” into “{kept}”: {preview['drop']['mentions']} mention"
+        f"{'' if preview['drop']['mentions'] == 1 else 's'} moved, “{dropped}” is one of its aliases now."
+    )
+    result = _act(
+        request, lambda: services.entity_merge(driver=get_driver(), keep=keep, drop=drop, actor=_actor(request)), text
+    )
+    return redirect("curation:entity", entity_id=keep) if result else redirect(cancel)
 
 
 @role_required(CURATOR)
@@ -273,7 +298,10 @@ def entity_split(request: HttpRequest, entity_id: str) -> HttpResponse:
     documents = pages.entity_documents(driver=driver, entity_id=entity_id, collections=collections)
     data = request.POST if request.method == "POST" else None
     form = SplitForm(data, documents=documents, initial={"name": context["entity"]["name"]})
-    if form.is_valid():
+    if form.is_valid() and request.POST.get("confirmed") != "1":
+        preview = pages.split_preview(driver=driver, entity_id=entity_id, documents=form.cleaned_data["documents"])
+        context |= {"preview": preview, "new_name": form.cleaned_data["name"]}
+    elif form.is_valid():
         try:
             result = services.entity_split(
                 driver=driver,
@@ -285,9 +313,10 @@ def entity_split(request: HttpRequest, entity_id: str) -> HttpResponse:
         except CurationError as exc:
             form.add_error(None, str(exc))
         else:
-            _done(request, "Split: the mentions in those documents belong to this new entity now.", result)
+            moved = form.cleaned_data["name"]
+            _done(request, f"Split: the mentions in those documents belong to the new entity “{moved}” now.", result)
             return redirect("curation:entity", entity_id=result.entity_id)
-    status = 400 if form.is_bound else 200
+    status = 400 if form.is_bound and not form.is_valid() else 200
     return render(request, "curation/entity_split.html", {**context, "form": form}, status=status)
 
 
@@ -302,7 +331,11 @@ def suggestions(request: HtmxHttpRequest) -> HttpResponse:
     started = time.perf_counter()
     embedder = name_embedder(load=request.GET.get("embeddings") == "1")
     collections = readable_collections(request.user)
-    pairs = merge_suggestions(driver=get_driver(), collections=collections, embed=embedder.embed)
+    dismissed = {(d.first, d.second) for d in DismissedSuggestion.objects.only("first", "second")}
+    ranked = merge_suggestions(
+        driver=get_driver(), collections=collections, embed=embedder.embed, limit=PAIRS + len(dismissed)
+    )
+    pairs = [p for p in ranked if pair_key(p.keep.id, p.drop.id) not in dismissed][:PAIRS]
     context = {"pairs": pairs, "embedder": embedder.state, "seconds": time.perf_counter() - started}
     if request.htmx:
         return render(request, "curation/suggestions.html#results", context)
@@ -310,6 +343,7 @@ def suggestions(request: HtmxHttpRequest) -> HttpResponse:
     status = status if status in SYNONYM_STATUSES else "suggested"
     synonyms = synonym_edges(driver=get_driver(), collections=collections, status=status)
     context |= {"synonyms": synonyms, "synonym_status": status, "synonym_statuses": SYNONYM_STATUSES}
+    context["dismissed"] = DismissedSuggestion.objects.all()[:DISMISSED_SHOWN]
     return render(request, "curation/suggestions.html", context)
 
 
@@ -317,15 +351,58 @@ def suggestions(request: HtmxHttpRequest) -> HttpResponse:
 @require_POST
 @graph_required
 def suggestion_merge(request: HttpRequest) -> HttpResponse:
-    _post_action(
-        request,
-        PairMergeForm(request.POST),
-        lambda data: services.entity_pair_merge(
-            driver=get_driver(), first=data["first"], second=data["second"], actor=_actor(request)
-        ),
-        "Merged the pair (the entity with more mentions stays).",
-        guard=lambda data: _guard_entities(request, data["first"], data["second"]),
+    """A suggested pair (or synonym edge) merged, keeping the entity with more mentions: first the
+    preview, then (``confirmed``) the merge."""
+    form = PairMergeForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, errors_text(form))
+        return redirect("curation:suggestions")
+    first, second = form.cleaned_data["first"], form.cleaned_data["second"]
+    _guard_entities(request, first, second)
+    try:
+        keep, drop = services.pair_order(driver=get_driver(), first=first, second=second)
+    except CurationError as exc:
+        messages.error(request, str(exc))
+        return redirect("curation:suggestions")
+    action, cancel = reverse("curation:suggestion-merge"), reverse("curation:suggestions")
+    return _merge(request, keep, drop, action=action, cancel=cancel)
+
+
+@role_required(CURATOR)
+@require_POST
+@graph_required
+def suggestion_dismiss(request: HttpRequest) -> HttpResponse:
+    """A suggested pair is not one: it is no longer suggested (remembered until restored)."""
+    form = PairMergeForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, errors_text(form))
+        return redirect("curation:suggestions")
+    first, second = pair_key(form.cleaned_data["first"], form.cleaned_data["second"])
+    _guard_entities(request, first, second)
+    names = pages.entity_names(driver=get_driver(), entity_ids=[first, second])
+    DismissedSuggestion.objects.get_or_create(
+        first=first,
+        second=second,
+        defaults={"first_name": names.get(first, ""), "second_name": names.get(second, ""), "actor": _actor(request)},
     )
+    messages.success(
+        request,
+        f"Dismissed: “{names.get(first, first)}” and “{names.get(second, second)}” are no longer suggested "
+        "as one (restore them under “Dismissed” below).",
+    )
+    return redirect("curation:suggestions")
+
+
+@role_required(CURATOR)
+@require_POST
+def suggestion_restore(request: HttpRequest) -> HttpResponse:
+    """A dismissed pair is suggested again."""
+    form = PairMergeForm(request.POST)
+    if form.is_valid():
+        first, second = pair_key(form.cleaned_data["first"], form.cleaned_data["second"])
+        deleted, _ = DismissedSuggestion.objects.filter(first=first, second=second).delete()
+        if deleted:
+            messages.success(request, "Restored: the pair is suggested again when it ranks.")
     return redirect("curation:suggestions")
 
 
@@ -461,6 +538,7 @@ def document_delete_view(request: HttpRequest, document_id: str) -> HttpResponse
 # --- readers' feedback on answers -------------------------------------------------------------
 
 FEEDBACK_PAGE = 25
+DISMISSED_SHOWN = 50
 
 
 @role_required(CURATOR)

@@ -783,6 +783,13 @@ MATCH (e:Entity {id: id})
 RETURN e.id AS id, COUNT { (e)<-[:MENTIONS]-() } AS mentions
 """
 
+# The names of these entities (those that exist).
+CURATION_NAMES_OF = """
+UNWIND $ids AS id
+MATCH (e:Entity {id: id})
+RETURN e.id AS id, e.name AS name
+"""
+
 CURATION_ENTITY_NAMES = """
 MATCH (e:Entity {id: $id})
 RETURN e.name AS name, coalesce(e.aliases, []) AS aliases, e.type AS type

@@ -15,6 +15,8 @@ from django.contrib.auth.models import Group, User
 from django.test import Client
 
 from apps.accounts.models import Collection, CollectionGrant
+from apps.accounts.roles import AUDITOR
+from apps.accounts.services import role_set
 from apps.curation import pages, services, views
 from apps.curation.pages import Listing, page_number, snippet
 from apps.curation.services import Curated, CurationError
@@ -284,10 +286,11 @@ def test_rename_logs_with_the_curator_as_actor_and_links_the_entry(
     assert calls == [{"driver": graph, "entity_id": ADA, "name": f"Ada  {SCRIPT}", "actor": "user:cora"}]
     assert response.redirect_chain == [(f"/curation/entities/{ADA}/", 302)]
     [message] = messages_of(response)
-    assert (
-        'Renamed to “Ada &lt;script&gt;alert(1)&lt;/script&gt;”. <a href="/audit/log/7/">Change-log entry #7</a>.'
-        in message
-    )
+    # A curator who is no auditor may not open the change log: the entry is named, not linked.
+    assert "Renamed to “Ada &lt;script&gt;alert(1)&lt;/script&gt;”. Change-log entry #7." in message
+    role_set(username="cora", role=AUDITOR)
+    response = curator.post(f"/curation/entities/{ADA}/rename/", {"name": "Ada"}, follow=True)
+    assert '<a href="/audit/log/7/">Change-log entry #7</a>.' in messages_of(response)[0]
 
 
 def test_a_refused_action_is_an_error_message_not_a_trace(
@@ -335,9 +338,17 @@ def test_merge_names_this_entity_and_lands_on_the_kept_one(
     entity_graph(graph)
     calls: list[dict[str, Any]] = []
     monkeypatch.setattr(services, "entity_merge", recording(calls, Curated(seq=4, applied=True)))
-    response = curator.post(f"/curation/entities/{ADA}/merge/", {"keep": BABBAGE, "drop": ADA}, follow=True)
+    preview = curator.post(f"/curation/entities/{ADA}/merge/", {"keep": BABBAGE, "drop": ADA})
+    page = preview.content.decode()
+    assert preview.status_code == 200 and not calls, "a merge is previewed first"
+    assert "<h1>Merge “Ada Lovelace” into “Ada Lovelace”?</h1>" in page
+    assert f'name="keep" value="{BABBAGE}"' in page and 'name="confirmed" value="1"' in page
+    assert f'href="/curation/entities/{ADA}/">Cancel</a>' in page
+    response = curator.post(
+        f"/curation/entities/{ADA}/merge/", {"keep": BABBAGE, "drop": ADA, "confirmed": "1"}, follow=True
+    )
     assert response.redirect_chain == [(f"/curation/entities/{BABBAGE}/", 302)]
-    assert 'Merged. <a href="/audit/log/4/">' in messages_of(response)[0]
+    assert "Merged “Ada Lovelace” into “Ada Lovelace”: 3 mentions moved" in messages_of(response)[0]
     assert calls[0]["keep"] == BABBAGE and calls[0]["drop"] == ADA and calls[0]["actor"] == "user:cora"
     response = curator.post(f"/curation/entities/{ADA}/merge/", {"keep": BABBAGE, "drop": "c" * 32}, follow=True)
     assert len(calls) == 1 and messages_of(response) == ["a merge names this entity and one other"]
@@ -354,7 +365,14 @@ def test_the_split_page_offers_the_documents_and_shows_a_refusal_inline(
         raise CurationError("those documents hold every mention of the entity: rename it instead")
 
     monkeypatch.setattr(services, "entity_split", refuse)
-    response = curator.post(f"/curation/entities/{ADA}/split/", {"name": "Ada (2)", "documents": ["d" * 32]})
+    graph.answers[cypher.CURATION_SPLIT_COUNTS] = [{"moving": 2, "total": 3}]
+    preview = curator.post(f"/curation/entities/{ADA}/split/", {"name": "Ada (2)", "documents": ["d" * 32]})
+    page = preview.content.decode()
+    assert preview.status_code == 200 and "2 of the 3 mentions of “Ada Lovelace” move" in page
+    assert "1 stay with it" in page and 'name="confirmed" value="1"' in page
+    response = curator.post(
+        f"/curation/entities/{ADA}/split/", {"name": "Ada (2)", "documents": ["d" * 32], "confirmed": "1"}
+    )
     assert response.status_code == 400 and "rename it instead" in response.content.decode()
     response = curator.post(f"/curation/entities/{ADA}/split/", {"name": "Ada (2)", "documents": ["x" * 32]})
     assert response.status_code == 400 and "not one of the available choices" in response.content.decode()
@@ -365,14 +383,15 @@ def test_a_split_lands_on_the_new_entity(curator: Client, graph: FakeDriver, mon
     calls: list[dict[str, Any]] = []
     new = Curated(seq=9, applied=True, entries=(8, 9), entity_id="f" * 32)
     monkeypatch.setattr(services, "entity_split", recording(calls, new))
-    response = curator.post(f"/curation/entities/{ADA}/split/", {"name": "Ada (2)", "documents": ["e" * 32]})
+    data = {"name": "Ada (2)", "documents": ["e" * 32], "confirmed": "1"}
+    response = curator.post(f"/curation/entities/{ADA}/split/", data)
     assert response["Location"] == f"/curation/entities/{'f' * 32}/"
     assert calls == [
         {"driver": graph, "entity_id": ADA, "document_ids": ["e" * 32], "name": "Ada (2)", "actor": "user:cora"}
     ]
 
 
-def test_suggestions_list_pairs_with_a_one_click_merge(
+def test_suggestions_list_pairs_and_a_merge_is_confirmed_first(
     curator: Client, graph: FakeDriver, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     graph.answers[cypher.CURATION_SUGGESTION_CANDIDATES] = [
@@ -391,11 +410,15 @@ def test_suggestions_list_pairs_with_a_one_click_merge(
     assert SCRIPT not in content and "embedding 0." in content and "hx-trigger" not in content and loads == [False]
     assert f'name="first" value="{BABBAGE}"' in content and f'name="second" value="{ADA}"' in content
     calls: list[dict[str, Any]] = []
-    monkeypatch.setattr(services, "entity_pair_merge", recording(calls, Curated(seq=5, applied=True)))
-    graph.answers[cypher.CURATION_ENTITY] = [entity_record()]
-    response = curator.post("/curation/entities/suggestions/merge/", {"first": BABBAGE, "second": ADA})
-    assert response["Location"] == "/curation/entities/suggestions/"
-    assert calls == [{"driver": graph, "first": BABBAGE, "second": ADA, "actor": "user:cora"}]
+    monkeypatch.setattr(services, "entity_merge", recording(calls, Curated(seq=5, applied=True)))
+    entity_graph(graph)
+    graph.answers[cypher.CURATION_MENTION_COUNTS] = [{"id": BABBAGE, "mentions": 5}, {"id": ADA, "mentions": 2}]
+    pair = {"first": ADA, "second": BABBAGE}
+    preview = curator.post("/curation/entities/suggestions/merge/", pair)
+    assert preview.status_code == 200 and not calls and "Nothing changes until you confirm." in preview.content.decode()
+    response = curator.post("/curation/entities/suggestions/merge/", {**pair, "confirmed": "1"})
+    assert response["Location"] == f"/curation/entities/{BABBAGE}/"
+    assert calls == [{"driver": graph, "keep": BABBAGE, "drop": ADA, "actor": "user:cora"}]
 
 
 def test_suggestions_rank_by_names_first_while_the_embedder_is_cold(
@@ -534,7 +557,7 @@ def test_relation_actions_go_back_where_they_came_from(
     assert calls[0] == {"driver": graph, "actor": "user:cora", **key, **extra, **_approve(url)}
     response = curator.post(url, {**key, **extra, "next": "https://elsewhere.example/"}, follow=True)
     assert response.redirect_chain[0] == ("/curation/relations/", 302)
-    assert f'{text} <a href="/audit/log/11/">Change-log entry #11</a>.' in messages_of(response)[0]
+    assert f"{text} Change-log entry #11." in messages_of(response)[0]
 
 
 def _approve(url: str) -> dict[str, bool]:
@@ -675,3 +698,30 @@ def test_relation_evidence_is_the_sentence_both_ends_are_named_in() -> None:
     assert relation_evidence({"evidence_text": None}) == ""
     long = relation_evidence({"evidence_text": "word " * 200})
     assert len(long) == EVIDENCE_CHARS and long.endswith("…")
+
+
+def test_a_dismissed_pair_is_no_longer_suggested_until_restored(
+    curator: Client, graph: FakeDriver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from apps.curation.models import DismissedSuggestion
+
+    graph.answers[cypher.CURATION_SUGGESTION_CANDIDATES] = [
+        {"id": ADA, "name": "Ada Lovelace", "type": "PERSON", "aliases": [], "mentions": 2},
+        {"id": BABBAGE, "name": "Ada Lovelace (2)", "type": "PERSON", "aliases": [], "mentions": 5},
+    ]
+    graph.answers[cypher.CURATION_SYNONYMS] = []
+    graph.answers[cypher.CURATION_NAMES_OF] = [{"id": ADA, "name": "Ada Lovelace"}, {"id": BABBAGE, "name": "Ada (2)"}]
+    entity_graph(graph)
+    monkeypatch.setattr(
+        views, "name_embedder", lambda *, load: NameEmbedder(lambda t: hashing_embed(list(t), dim=32), "ready")
+    )
+    assert f'name="first" value="{BABBAGE}"' in curator.get("/curation/entities/suggestions/").content.decode()
+    response = curator.post("/curation/entities/suggestions/dismiss/", {"first": BABBAGE, "second": ADA}, follow=True)
+    assert "Dismissed: “Ada Lovelace” and “Ada (2)” are no longer suggested" in messages_of(response)[0]
+    [dismissed] = DismissedSuggestion.objects.all()
+    assert (dismissed.first, dismissed.second, dismissed.actor) == (min(ADA, BABBAGE), max(ADA, BABBAGE), "user:cora")
+    page = curator.get("/curation/entities/suggestions/").content.decode()
+    assert "No likely duplicates" in page and '<h2 id="dismissed">Dismissed</h2>' in page
+    curator.post("/curation/entities/suggestions/restore/", {"first": ADA, "second": BABBAGE})
+    assert not DismissedSuggestion.objects.exists()
+    assert f'name="first" value="{BABBAGE}"' in curator.get("/curation/entities/suggestions/").content.decode()
