@@ -39,6 +39,7 @@ class GenerationResult:
     seconds: float
     first_token_ms: float | None
     timed_out: bool
+    stopped: bool = False  # the asker stopped it
 
     def as_dict(self) -> dict[str, object]:
         rate = self.tokens / self.seconds if self.seconds > 0 else 0.0
@@ -48,6 +49,7 @@ class GenerationResult:
             "first_token_ms": None if self.first_token_ms is None else round(self.first_token_ms, 1),
             "tokens_per_second": round(rate, 2),
             "timed_out": self.timed_out,
+            "stopped": self.stopped,
         }
 
 
@@ -68,12 +70,15 @@ def stream_answer(
     started = time.perf_counter()
     pieces: list[str] = []
     first: float | None = None
-    timed_out = False
+    timed_out = stopped = False
     stream = generator.stream(user, max_new_tokens=max_new_tokens, system=system, avoid_first=avoid)
     try:
         for piece in stream:
             if first is None:
                 first = (time.perf_counter() - started) * 1000
+            if streams.stop_requested(answer_id):
+                stopped = True
+                break
             pieces.append(piece)
             streams.event_publish(answer_id, streams.TOKEN, text=piece)
             if lines and lines_written("".join(pieces)) >= lines:
@@ -85,7 +90,26 @@ def stream_answer(
         stream.close()
     text = "".join(pieces).strip()
     tokens = len(generator.tokenizer.encode(text, add_special_tokens=False)) if text else 0
-    return GenerationResult(text, tokens, time.perf_counter() - started, first, timed_out)
+    return GenerationResult(text, tokens, time.perf_counter() - started, first, timed_out, stopped)
+
+
+STOPPED = "Stopped at your request: the answer is what was written before that."
+STOPPED_EARLY = "Stopped at your request before any of the answer was written. The evidence found is shown below."
+
+
+def answer_stop(answer_id: str) -> str:
+    """Stop an answer's generation for its asker: one still queued fails at once (its readers are told),
+    one being written stops at the next piece (its worker keeps what was written). Returns what happened:
+    ``stopped``, ``stopping`` or ``finished`` (nothing left to stop)."""
+    if Answer.objects.filter(id=answer_id, state=Answer.RETRIEVED).update(
+        state=Answer.FAILED, error=STOPPED_EARLY, finished_at=timezone.now()
+    ):
+        streams.event_publish(answer_id, streams.ERROR, message=STOPPED_EARLY)
+        return "stopped"
+    if Answer.objects.filter(id=answer_id, state=Answer.GENERATING).exists():
+        streams.stop_request(answer_id)
+        return "stopping"
+    return "finished"
 
 
 WORKER_LOST = (
@@ -201,9 +225,17 @@ def answer_generate(*, answer_id: str, load_generator: Callable[[], Generator]) 
         if result.timed_out
         else ""
     )
+    if result.stopped:
+        note = STOPPED
+    if result.stopped and not answer_clean(result.text):
+        Answer.objects.filter(id=answer_id, state=Answer.GENERATING).update(
+            state=Answer.FAILED, error=STOPPED_EARLY, finished_at=timezone.now()
+        )
+        streams.event_publish(answer_id, streams.ERROR, message=STOPPED_EARLY)
+        return
     generated = answer_clean(result.text)  # what is attributed, cited and kept
     timings = {**answer.timings_ms, "queue": queue_ms, "generation": round(result.seconds * 1000, 3)}
-    verdict = _not_found_reason(answer, generated)
+    verdict = "" if result.stopped else _not_found_reason(answer, generated)
     if verdict:
         note = " ".join(filter(None, [verdict, note]))
         answer_not_found(answer_id, note, generated=generated, generation=result.as_dict(), timings_ms=timings)

@@ -20,7 +20,7 @@ from django import forms
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.models import User
 from django.core.paginator import Paginator
-from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
@@ -29,6 +29,7 @@ from apps.answers import services, streams
 from apps.answers.access import answer_for, answer_remember
 from apps.answers.examples import example_questions
 from apps.answers.feedback import FeedbackError, feedback_check, feedback_of, feedback_record
+from apps.answers.generation import answer_stop
 from apps.answers.images import images_search
 from apps.answers.models import Answer
 from apps.answers.pages import answer_context, answer_streaming
@@ -170,6 +171,17 @@ def answer_feedback(request: HtmxHttpRequest, answer_id: uuid.UUID) -> HttpRespo
         page = {**answer_context(answer, user=request.user), **context}
         page["form"] = question_form(request, initial={"question": answer.question})
         return render(request, TEMPLATE, page, status=status)
+    return redirect("answer", answer_id=answer.id)
+
+
+@require_POST
+def answer_stop_view(request: HtmxHttpRequest, answer_id: uuid.UUID) -> HttpResponse:
+    """The asker's "Stop": a queued answer fails at once, one being written stops at its next piece
+    (the stream then ends with what was written). JSON for the page's script, else back to the answer."""
+    answer = answer_for(request, answer_id)
+    outcome = answer_stop(str(answer.id))
+    if request.headers.get("Accept", "").startswith("application/json"):
+        return JsonResponse({"state": outcome})
     return redirect("answer", answer_id=answer.id)
 
 

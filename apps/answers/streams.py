@@ -30,6 +30,19 @@ def stream_key(answer_id: str) -> str:
     return f"ragkg:answer:{answer_id}"
 
 
+def stop_key(answer_id: str) -> str:
+    return f"ragkg:answer:{answer_id}:stop"
+
+
+def stop_request(answer_id: str) -> None:
+    """Ask the worker generating the answer to stop (it checks between pieces); kept for the stream's TTL."""
+    _client(settings.REDIS_URL).set(stop_key(answer_id), b"1", ex=settings.ANSWER_STREAM_TTL)
+
+
+def stop_requested(answer_id: str) -> bool:
+    return bool(_client(settings.REDIS_URL).exists(stop_key(answer_id)))
+
+
 def event_publish(answer_id: str, event: str, **data: Any) -> None:
     client = _client(settings.REDIS_URL)
     key = stream_key(answer_id)

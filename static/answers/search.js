@@ -28,9 +28,29 @@
     }
   }
 
+  // "Stop": ask the server to stop the generation; the stream then ends with what was written.
+  function stopper(section) {
+    const form = section.querySelector("form.stop");
+    if (!form) return;
+    form.addEventListener("submit", function (event) {
+      event.preventDefault();
+      const button = form.querySelector("button");
+      button.disabled = true;
+      button.textContent = "Stopping…";
+      fetch(form.action, { method: "POST", body: new FormData(form), headers: { Accept: "application/json" } })
+        .then(function (response) { return response.ok ? response.json() : { state: "failed" }; })
+        .then(function (data) {
+          if (data.state === "finished") form.remove();
+          if (data.state === "failed") { button.disabled = false; button.textContent = "Stop"; }
+        })
+        .catch(function () { button.disabled = false; button.textContent = "Stop"; });
+    });
+  }
+
   function start(section) {
     if (section.dataset.streaming) return;
     section.dataset.streaming = "on";
+    stopper(section);
     const live = section.querySelector(".answer-live");
     const source = new EventSource(section.dataset.streamUrl);
     source.addEventListener("token", function (event) {
@@ -38,6 +58,8 @@
       live.appendChild(document.createTextNode(data.text));
     });
     source.addEventListener("generated", function (event) {
+      const stop = section.querySelector("form.stop");
+      if (stop) stop.remove(); // the text is final: nothing left to stop
       // The text is final: show it now (not-found included); citations and tints follow with "done".
       const data = JSON.parse(event.data);
       live.textContent = data.text;

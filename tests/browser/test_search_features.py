@@ -78,3 +78,18 @@ def test_a_thumbs_down_with_a_note_reaches_the_curators(browsing: Browsing, cura
     expect(row).to_contain_text("Who founded the Bryological Society of Wales?")
     expect(row).to_contain_text("not helpful")
     browsing.shot("search-feedback")
+
+
+def test_stop_ends_the_answer_with_what_was_written(browsing: Browsing, auditor: Persona, corpus: Corpus) -> None:
+    page = browsing.page
+    browsing.login(auditor)
+    page.goto("/")
+    page.get_by_label("Question").fill("Who was the first president of the Bryological Society of Wales?")
+    page.get_by_label("Collection").select_option(corpus.collection)
+    page.get_by_role("button", name="Ask").click()
+    stop = page.locator("section.answer form.stop button")
+    expect(stop).to_be_visible(timeout=60_000)
+    stop.click()
+    finished = page.locator("section.answer:not([data-stream-url])")
+    expect(finished).to_contain_text("Stopped at your request", timeout=180_000)
+    expect(page.locator("section.answer form.stop")).to_have_count(0)

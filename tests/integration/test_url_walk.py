@@ -126,6 +126,7 @@ GET_EXPECTED: dict[str, tuple[int, ...]] = {
     "answer": (404, 404, 200, 404, 404, 200),
     "answer-stream": (404, 404, 200, 404, 404, 200),
     "answer-feedback": (405, 405, 405, 405, 405, 405),  # a POST
+    "answer-stop": (405, 405, 405, 405, 405, 405),  # a POST
     # the document viewer: readers of the document's collection; the minutes are no PDF (no page pictures)
     "document": (404, 404, 200, 404, 404, 200),
     "document-page": (404, 404, 404, 404, 404, 404),
@@ -196,6 +197,7 @@ POST_EXPECTED: dict[str, tuple[int | None, ...]] = {
     "home": (200, 200, NOT_WALKED, 200, 200, NOT_WALKED),
     "search": (200, 200, NOT_WALKED, 200, 200, NOT_WALKED),
     "answer-feedback": (404, 404, NOT_WALKED, 404, 404, NOT_WALKED),  # only who may open the answer
+    "answer-stop": (404, 404, NOT_WALKED, 404, 404, NOT_WALKED),
     "ledger:verify": (302, 403, 403, 403, 200, 200),
     "provenance:exact": (302, 403, 403, 403, 404, NOT_WALKED),
     "provenance:exact-cancel": (302, 403, 403, 403, 404, NOT_WALKED),
@@ -511,6 +513,7 @@ def post_body(name: str, world: World) -> dict[str, Any] | str:
         "ingest-jobs": {"collection": PRIVATE, "files": SimpleUploadedFile("y.txt", b"Planted text.")},
         "api-key-revoke": {},
         "answer-feedback": {"vote": "down", "note": "planted"},
+        "answer-stop": {},
         "api-v1:collection_create": json.dumps({"name": "planted", "public": True}),
         "api-v1:grant_add": json.dumps({"user": "outsider"}),
         "api-v1:documents_upload": {"collection": PRIVATE, "files": SimpleUploadedFile("z.txt", b"Planted text.")},

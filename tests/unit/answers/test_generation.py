@@ -54,7 +54,13 @@ def published(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str, dict[str,
     monkeypatch.setattr(
         streams, "event_publish", lambda answer_id, event, **data: events.append((answer_id, event, data))
     )
+    monkeypatch.setattr(streams, "stop_requested", lambda answer_id: answer_id in STOPS)
+    monkeypatch.setattr(streams, "stop_request", STOPS.add)
+    STOPS.clear()
     return events
+
+
+STOPS: set[str] = set()  # the answers whose asker pressed "Stop" (what Redis holds in the product)
 
 
 def test_a_generation_past_its_time_limit_stops_and_keeps_its_text(published: list[Any]) -> None:
@@ -137,3 +143,54 @@ def test_the_generators_own_not_found_and_a_no_to_a_which_question_are_not_answe
     assert generate_with("Not found in your documents.", "Who founded Kasabian?").not_found
     assert generate_with("No\nKasabian are an English rock band.", "Which radio station plays Kasabian?").not_found
     assert generate_with("", "Who founded Kasabian?").not_found
+
+
+class StoppingGenerator(SlowGenerator):
+    """Presses "Stop" for ``answer_id`` once it has written ``after`` pieces."""
+
+    def __init__(self, answer_id: str, after: int) -> None:
+        super().__init__(delay=0.0)
+        self.answer_id, self.after = answer_id, after
+
+    def stream(
+        self, prompt: str, *, max_new_tokens: int, system: str | None = None, avoid_first: Sequence[str] = ()
+    ) -> Gen[str, None, None]:
+        for number, piece in enumerate(super().stream(prompt, max_new_tokens=max_new_tokens)):
+            if number == self.after:
+                STOPS.add(self.answer_id)
+            yield piece
+
+
+def test_stop_ends_the_generation_keeping_what_was_written(published: list[Any]) -> None:
+    model = StoppingGenerator("a3", after=3)
+    result = generation.stream_answer(
+        answer_id="a3", generator=cast(Generator, model), system="s", user="u", max_new_tokens=100, timeout=60
+    )
+    assert result.stopped and not result.timed_out and model.closed
+    assert result.text == "w0 w1 w2" and result.as_dict()["stopped"] is True
+
+
+@pytest.mark.django_db
+def test_stopping_a_queued_answer_fails_it_and_a_written_one_keeps_its_text(published: list[Any]) -> None:
+    queued = Answer.objects.create(question="q", state=Answer.RETRIEVED)
+    assert generation.answer_stop(str(queued.id)) == "stopped"
+    queued.refresh_from_db()
+    assert queued.state == Answer.FAILED and queued.error == generation.STOPPED_EARLY
+    assert published[-1] == (str(queued.id), streams.ERROR, {"message": generation.STOPPED_EARLY})
+    assert not generation.answer_claim(str(queued.id)), "the worker finds nothing left to do"
+
+    writing = Answer.objects.create(question="q", prompt_system="s", prompt_user="u", state=Answer.GENERATING)
+    assert generation.answer_stop(str(writing.id)) == "stopping" and str(writing.id) in STOPS
+    STOPS.clear()
+    model = StoppingGenerator(str(writing.id), after=2)
+    generation.answer_generate(answer_id=str(writing.id), load_generator=lambda: cast(Generator, model))
+    writing.refresh_from_db()
+    assert writing.state == Answer.DONE and writing.generated == "w0 w1"
+    assert writing.error.startswith(generation.STOPPED)  # (the stand-in model cannot attribute tokens)
+    assert generation.answer_stop(str(writing.id)) == "finished"
+
+    silent = Answer.objects.create(question="q", prompt_system="s", prompt_user="u", state=Answer.GENERATING)
+    model = StoppingGenerator(str(silent.id), after=0)
+    generation.answer_generate(answer_id=str(silent.id), load_generator=lambda: cast(Generator, model))
+    silent.refresh_from_db()
+    assert silent.state == Answer.FAILED and silent.error == generation.STOPPED_EARLY

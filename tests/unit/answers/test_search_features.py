@@ -262,3 +262,33 @@ def test_curators_list_feedback_on_answers_they_may_read(library: None, driver: 
     assert "secret praise" in both and f"/audit/answers/{public.id}/" in both
     assert "secret praise" not in client_of("cora").get("/curation/feedback/", {"vote": "down"}).content.decode()
     assert client_of("otto").get("/curation/feedback/").status_code in (302, 403)
+
+
+# --- stop -----------------------------------------------------------------------------------------
+
+
+def test_the_asker_stops_an_answer_and_nobody_else_can(
+    library: None, driver: ExampleDriver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from apps.answers import streams
+
+    events: list[tuple[str, str]] = []
+    monkeypatch.setattr(streams, "event_publish", lambda answer_id, event, **data: events.append((answer_id, event)))
+    member = User.objects.get(username="member")
+    queued = answered(member)
+    Answer.objects.filter(id=queued.id).update(state=Answer.RETRIEVED)
+    assert client_of("otto").post(f"/ask/{queued.id}/stop", HTTP_ACCEPT="application/json").status_code == 404
+    assert client_of("member").get(f"/ask/{queued.id}/stop").status_code == 405
+    response = client_of("member").post(f"/ask/{queued.id}/stop", HTTP_ACCEPT="application/json")
+    assert response.json() == {"state": "stopped"} and events == [(str(queued.id), streams.ERROR)]
+    again = client_of("member").post(f"/ask/{queued.id}/stop")
+    assert again.status_code == 302 and again["Location"] == f"/ask/{queued.id}/"
+    page = client_of("member").get(f"/ask/{queued.id}/").content.decode()
+    assert "Stopped at your request before any of the answer was written." in page
+
+
+def test_a_streaming_answer_offers_stop(library: None, driver: ExampleDriver) -> None:
+    streaming = answered(User.objects.get(username="member"))
+    Answer.objects.filter(id=streaming.id).update(state=Answer.GENERATING)
+    page = client_of("member").get(f"/ask/{streaming.id}/").content.decode()
+    assert f'<form class="stop" method="post" action="/ask/{streaming.id}/stop">' in page
