@@ -26,9 +26,10 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from apps.accounts.access import readable_collections
 from apps.answers import services, streams
-from apps.answers.access import answer_for, answer_remember
+from apps.answers.access import SESSION_KEY, answer_for, answer_remember, answer_visible
 from apps.answers.examples import example_questions
 from apps.answers.feedback import FeedbackError, feedback_check, feedback_of, feedback_record
+from apps.answers.followup import follow_up
 from apps.answers.generation import answer_stop
 from apps.answers.images import images_search
 from apps.answers.models import Answer
@@ -58,6 +59,7 @@ class QuestionForm(forms.Form):
     collection = forms.ChoiceField(required=False, label="Collection", choices=())
     evidence_only = forms.BooleanField(required=False, label="Evidence only (no generated answer)")
     images = forms.BooleanField(required=False, label="Images (find pictures instead of answering)")
+    previous = forms.UUIDField(required=False, widget=forms.HiddenInput)  # a follow-up: the answer it follows
 
     def __init__(self, *args: Any, collections: Sequence[str] = (), **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -109,10 +111,24 @@ def _images(request: HttpRequest, form: QuestionForm) -> dict[str, Any]:
     return {"images": results, "images_searched": True}
 
 
+def _asked(request: HttpRequest, form: QuestionForm) -> str:
+    """The text to ask: the question, or for a follow-up (``previous``: an answer this reader may open)
+    the question with the one before it when it refers back (``follow_up``)."""
+    question = str(form.cleaned_data["question"])
+    previous = (
+        Answer.objects.filter(id=form.cleaned_data["previous"]).first() if form.cleaned_data["previous"] else None
+    )
+    if previous is None or not answer_visible(
+        previous, user=request.user, session_answers=list(request.session.get(SESSION_KEY, []))
+    ):
+        return question
+    return follow_up(previous.question, question)
+
+
 def _ask(request: HtmxHttpRequest, form: QuestionForm) -> dict[str, Any]:
     """Ask; an htmx request gets the evidence now and streams the answer, a plain one waits for it."""
     options: dict[str, Any] = {
-        "question": form.cleaned_data["question"],
+        "question": _asked(request, form),
         "collections": _scope(request, form),
         "generate": not form.cleaned_data["evidence_only"],
         "mode": "graph",

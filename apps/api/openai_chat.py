@@ -12,11 +12,11 @@ follow-up is about. Assistant and system messages are accepted and do not change
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
+from apps.answers.followup import follow_up
 from apps.answers.services import MAX_QUESTION_CHARS
 
 
@@ -67,12 +67,6 @@ READ: Final = frozenset(
     {"model", "messages", "stream", "collections", "mode", "n", "tools", "functions", "tool_choice"}
     | {"function_call", "response_format", "logprobs"}
 )
-REFERS_BACK: Final = frozenset(
-    {"it", "its", "it's", "itself", "they", "them", "their", "theirs", "themselves", "he", "him", "his"}
-    | {"she", "her", "hers", "there", "those", "these", "former", "latter"}
-)
-SHORT_WORDS: Final = 3
-WORD = re.compile(r"[A-Za-z']+")
 
 
 class OpenAIError(Exception):
@@ -165,13 +159,6 @@ def messages_read(messages: object) -> list[tuple[str, str]]:
     return read
 
 
-def refers_back(text: str) -> bool:
-    """Whether a follow-up needs the turn before it: at most SHORT_WORDS words, or a pronoun or
-    "there"/"those" that points back."""
-    words = [word.lower() for word in WORD.findall(text)]
-    return len(words) <= SHORT_WORDS or any(word in REFERS_BACK for word in words)
-
-
 def question_condition(messages: Sequence[tuple[str, str]]) -> tuple[str, int]:
     """The question to ask and the index of the last user message (see the module docstring)."""
     users = [(i, " ".join(text.split())) for i, (role, text) in enumerate(messages) if role == "user"]
@@ -181,10 +168,7 @@ def question_condition(messages: Sequence[tuple[str, str]]) -> tuple[str, int]:
     if not last:
         raise OpenAIError("the last user message is empty", param=f"messages[{last_index}].content")
     earlier = [text for _, text in users[:-1] if text]
-    if not earlier or not refers_back(last):
-        return last, last_index
-    conditioned = f"{earlier[-1]} {last}"
-    return (conditioned if len(conditioned) <= MAX_QUESTION_CHARS else last), last_index
+    return follow_up(earlier[-1] if earlier else "", last), last_index
 
 
 def _unsupported(body: Mapping[str, Any]) -> None:

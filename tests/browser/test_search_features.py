@@ -93,3 +93,22 @@ def test_stop_ends_the_answer_with_what_was_written(browsing: Browsing, auditor:
     finished = page.locator("section.answer:not([data-stream-url])")
     expect(finished).to_contain_text("Stopped at your request", timeout=180_000)
     expect(page.locator("section.answer form.stop")).to_have_count(0)
+
+
+def test_a_follow_up_keeps_the_previous_question_as_context(
+    browsing: Browsing, auditor: Persona, corpus: Corpus
+) -> None:
+    page = browsing.page
+    browsing.login(auditor)
+    page.goto("/")
+    page.get_by_label("Question").fill("Who founded the Bryological Society of Wales?")
+    page.get_by_label("Collection").select_option(corpus.collection)
+    page.get_by_label("Evidence only").check()
+    ask(page, lambda: page.get_by_role("button", name="Ask").click())
+    follow = page.get_by_label("Follow-up")
+    follow.fill("When was it founded?")
+    ask(page, lambda: follow.press("Enter"))
+    expect(page.locator("section.answer .asked")).to_have_text(
+        "Who founded the Bryological Society of Wales? When was it founded?"
+    )
+    expect(page.locator("ol.sources")).to_contain_text("society")

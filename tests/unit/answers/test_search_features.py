@@ -292,3 +292,26 @@ def test_a_streaming_answer_offers_stop(library: None, driver: ExampleDriver) ->
     Answer.objects.filter(id=streaming.id).update(state=Answer.GENERATING)
     page = client_of("member").get(f"/ask/{streaming.id}/").content.decode()
     assert f'<form class="stop" method="post" action="/ask/{streaming.id}/stop">' in page
+
+
+# --- follow-up ------------------------------------------------------------------------------------
+
+
+def test_a_follow_up_is_asked_with_the_question_it_refers_back_to(
+    library: None, driver: ExampleDriver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    member = User.objects.get(username="member")
+    first = answered(member)
+    page = client_of("member").get(f"/ask/{first.id}/").content.decode()
+    assert f'<input type="hidden" name="previous" value="{first.id}">' in page and ">Follow-up</label>" in page
+    asked: list[dict[str, Any]] = []
+    monkeypatch.setattr(search, "default_tools", lambda: None)
+    monkeypatch.setattr(services, "answer_ask", lambda **o: {"answer_id": str(answered(member).id), **record(asked, o)})
+    client_of("member").post("/", {"question": "When was it founded?", "previous": str(first.id)})
+    client_of("member").post("/", {"question": "Where is the Severn Bridge?", "previous": str(first.id)})
+    client_of("otto").post("/", {"question": "When was it founded?", "previous": str(first.id)})
+    assert [o["question"] for o in asked] == [
+        "Who was the first president? When was it founded?",
+        "Where is the Severn Bridge?",
+        "When was it founded?",  # someone else's answer gives no context
+    ]

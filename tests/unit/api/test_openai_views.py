@@ -16,10 +16,11 @@ from pytest_django.fixtures import Settings
 
 from apps.accounts import apikeys, throttle
 from apps.answers import services
+from apps.answers.followup import refers_back
 from apps.answers.models import Answer
 from apps.answers.types import AnswerError
 from apps.api import asking
-from apps.api.openai_chat import OpenAIError, question_condition, refers_back
+from apps.api.openai_chat import OpenAIError, question_condition
 from apps.core.admission import Busy
 
 pytestmark = pytest.mark.django_db
