@@ -250,6 +250,8 @@ def history(request: HttpRequest) -> HttpResponse:
     """The questions this user asked, newest first."""
     if not isinstance(request.user, User):  # login_required let only logged-in users through
         raise Http404("no history")
-    answers = Answer.objects.filter(user=request.user).only("id", "question", "state", "created_at", "generate")
+    answers = Answer.objects.filter(user=request.user).only(
+        "id", "question", "state", "created_at", "generate", "answer", "error"
+    )
     page = Paginator(answers, HISTORY_PAGE).get_page(request.GET.get("page"))
     return render(request, "answers/history.html", {"page": page})
