@@ -12,18 +12,9 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from tests.browser.support import PHOTO_NAME, SURVEY_NAME, TABLE_NAME, Browsing, Corpus, Persona
-from tests.browser.test_search import ask
+from tests.browser.test_search import evidence_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.browser]
-
-
-def evidence_for(page: Page, question: str, corpus: Corpus) -> None:
-    """Ask for evidence only (no generation) in the corpus's collection."""
-    page.goto("/")
-    page.get_by_label("Question").fill(question)
-    page.get_by_label("Collection").select_option(corpus.collection)
-    page.get_by_label("Evidence only").check()
-    ask(page, lambda: page.get_by_role("button", name="Ask").click())
 
 
 def open_source(page: Page, document: str) -> None:

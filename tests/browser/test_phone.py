@@ -11,7 +11,7 @@ import pytest
 from playwright.sync_api import Page, ViewportSize, expect
 
 from tests.browser.support import Browsing, Corpus, Persona
-from tests.browser.test_search import ask
+from tests.browser.test_search import evidence_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.browser]
 
@@ -51,11 +51,7 @@ def test_no_page_scrolls_sideways_on_a_phone(browsing: Browsing, admin: Persona,
     problems = [f"login: {sideways(page)}"] if sideways(page)[0] > PHONE["width"] else []
     browsing.login(admin)
 
-    page.goto("/")
-    page.get_by_label("Question").fill("Who founded the Bryological Society of Wales?")
-    page.get_by_label("Collection").select_option(corpus.collection)
-    page.get_by_label("Evidence only").check()
-    ask(page, lambda: page.get_by_role("button", name="Ask").click())
+    evidence_for(page, "Who founded the Bryological Society of Wales?", corpus)
     pages["search with an answer"] = "/"
     answer_page = first_link(page, "section.answer a[href^='/ask/']")
     viewer = first_link(page, "a.open-document")

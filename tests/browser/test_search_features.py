@@ -9,7 +9,7 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.browser.support import Browsing, Corpus, Persona
-from tests.browser.test_search import ask
+from tests.browser.test_search import ask, evidence_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.browser]
 
@@ -63,11 +63,7 @@ def test_a_long_paste_is_refused_with_its_length_not_cut(browsing: Browsing, aud
 def test_a_thumbs_down_with_a_note_reaches_the_curators(browsing: Browsing, curator: Persona, corpus: Corpus) -> None:
     page = browsing.page
     browsing.login(curator)
-    page.goto("/")
-    page.get_by_label("Question").fill("Who founded the Bryological Society of Wales?")
-    page.get_by_label("Collection").select_option(corpus.collection)
-    page.get_by_label("Evidence only").check()
-    ask(page, lambda: page.get_by_role("button", name="Ask").click())
+    evidence_for(page, "Who founded the Bryological Society of Wales?", corpus)
     note = f"needs the founding year ({corpus.code})"
     page.get_by_label("Note (optional)").fill(note)
     page.get_by_role("button", name="Not helpful").click()
@@ -100,11 +96,7 @@ def test_a_follow_up_keeps_the_previous_question_as_context(
 ) -> None:
     page = browsing.page
     browsing.login(auditor)
-    page.goto("/")
-    page.get_by_label("Question").fill("Who founded the Bryological Society of Wales?")
-    page.get_by_label("Collection").select_option(corpus.collection)
-    page.get_by_label("Evidence only").check()
-    ask(page, lambda: page.get_by_role("button", name="Ask").click())
+    evidence_for(page, "Who founded the Bryological Society of Wales?", corpus)
     follow = page.get_by_label("Follow-up")
     follow.fill("When was it founded?")
     ask(page, lambda: follow.press("Enter"))
