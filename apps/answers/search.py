@@ -25,6 +25,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from apps.accounts.access import readable_collections
+from apps.accounts.models import Collection
 from apps.answers import services, streams
 from apps.answers.access import SESSION_KEY, answer_for, answer_remember, answer_visible
 from apps.answers.examples import example_questions
@@ -80,10 +81,17 @@ class QuestionForm(forms.Form):
         return text
 
 
+def picker_collections(request: HttpRequest) -> list[str]:
+    """The collections the asker may read (admins: every one), and those holding documents among them."""
+    readable = readable_collections(request.user)
+    names = set(document_collections(readable))
+    names |= set(Collection.objects.values_list("name", flat=True)) if readable is None else set(readable)
+    return sorted(names)
+
+
 def question_form(request: HttpRequest, data: Any = None, **kwargs: Any) -> QuestionForm:
-    """The question form, its collection picker listing the collections the asker may read that hold
-    documents."""
-    return QuestionForm(data, collections=document_collections(readable_collections(request.user)), **kwargs)
+    """The question form, its collection picker listing the collections the asker may read."""
+    return QuestionForm(data, collections=picker_collections(request), **kwargs)
 
 
 def form_errors(form: QuestionForm) -> str:

@@ -710,36 +710,10 @@ ORDER BY d.collection, d.path, coalesce(u.ord, u.idx, 0), u.id
 LIMIT $limit
 """
 
-
 # The entity's relations both ways, with at least one supporting document the reader can read
 # (extracted ones before co-occurrences), each with one sentence of its evidence where both ends
 # are mentioned (the units in $collections only).
-def _evidence_sentence(left: str, right: str) -> str:
-    """A CALL body (after ``CALL (left, r, right) {``): one sentence of relation ``r``'s evidence (of
-    its first five units, those of $collections) where both ends are mentioned, as ``evidence_text``,
-    ``evidence_start`` and ``evidence_end``."""
-    return (
-        "  UNWIND coalesce(r.evidence, [])[..5] AS unit_id\n"
-        "  CALL (unit_id) {\n"
-        "    MATCH (u:Chunk {id: unit_id}) RETURN u\n"
-        "    UNION\n"
-        "    MATCH (u:Row {id: unit_id}) RETURN u\n"
-        "    UNION\n"
-        "    MATCH (u:Image {id: unit_id}) RETURN u\n"
-        "  }\n"
-        f"  WITH {left}, {right}, u WHERE $collections IS NULL OR u.collection IN $collections\n"
-        f"  MATCH (u)-[m1:MENTIONS]->({left})\n"
-        f"  MATCH (u)-[m2:MENTIONS]->({right})\n"
-        "  WHERE m2.sentence = m1.sentence\n"
-        "  RETURN u.text AS evidence_text, u.sentence_starts[m1.sentence] AS evidence_start,\n"
-        "         u.sentence_ends[m1.sentence] AS evidence_end\n"
-        "  LIMIT 1\n"
-        "}"
-    )
-
-
-CURATION_ENTITY_RELATIONS = (
-    """
+CURATION_ENTITY_RELATIONS = """
 MATCH (e:Entity {id: $id})-[r:RELATED]-(other:Entity)
 WHERE $collections IS NULL
    OR EXISTS { MATCH (d:Document) WHERE d.id IN r.documents AND d.collection IN $collections }
@@ -747,14 +721,26 @@ WITH e, r, other, r.predicate = 'co_occurs_with' AS co_occurrence
 ORDER BY co_occurrence, coalesce(r.weight, 0) DESC, r.predicate, other.name, other.id
 LIMIT $limit
 CALL (e, r, other) {
-"""
-    + _evidence_sentence("e", "other")
-    + """
+  UNWIND coalesce(r.evidence, [])[..5] AS unit_id
+  CALL (unit_id) {
+    MATCH (u:Chunk {id: unit_id}) RETURN u
+    UNION
+    MATCH (u:Row {id: unit_id}) RETURN u
+    UNION
+    MATCH (u:Image {id: unit_id}) RETURN u
+  }
+  WITH e, other, u WHERE $collections IS NULL OR u.collection IN $collections
+  MATCH (u)-[m1:MENTIONS]->(e)
+  MATCH (u)-[m2:MENTIONS]->(other)
+  WHERE m2.sentence = m1.sentence
+  RETURN u.text AS evidence_text, u.sentence_starts[m1.sentence] AS evidence_start,
+         u.sentence_ends[m1.sentence] AS evidence_end
+  LIMIT 1
+}
 RETURN startNode(r).id AS source, r.predicate AS predicate, endNode(r).id AS target,
        startNode(r) = e AS outgoing, coalesce(r.status, 'proposed') AS status, coalesce(r.weight, 0) AS weight,
        other {.id, .name, .type} AS other, co_occurrence, evidence_text, evidence_start, evidence_end
 """
-)
 
 # The readable documents that mention the entity, with how many mentions each holds.
 CURATION_ENTITY_DOCUMENTS = """
@@ -1060,8 +1046,7 @@ RETURN size(rows) AS total, rows[..$limit] AS rows
 
 # The shown edges among the entities $ids (each once), strongest first, with how many documents of
 # $collections support each and one sentence of its evidence where both ends are mentioned.
-GRAPH_EDGES = (
-    """
+GRAPH_EDGES = """
 UNWIND $ids AS id
 MATCH (a:Entity {id: id})-[r:RELATED|SYNONYM]->(b:Entity)
 WHERE b.id IN $ids AND a <> b AND coalesce(r.status, '') <> 'rejected'
@@ -1073,9 +1058,22 @@ WITH a, r, b,
 ORDER BY strength DESC, a.id, b.id
 LIMIT $limit
 OPTIONAL CALL (a, r, b) {
-"""
-    + _evidence_sentence("a", "b")
-    + """
+  UNWIND coalesce(r.evidence, [])[..5] AS unit_id
+  CALL (unit_id) {
+    MATCH (u:Chunk {id: unit_id}) RETURN u
+    UNION
+    MATCH (u:Row {id: unit_id}) RETURN u
+    UNION
+    MATCH (u:Image {id: unit_id}) RETURN u
+  }
+  WITH a, b, u WHERE $collections IS NULL OR u.collection IN $collections
+  MATCH (u)-[m1:MENTIONS]->(a)
+  MATCH (u)-[m2:MENTIONS]->(b)
+  WHERE m2.sentence = m1.sentence
+  RETURN u.text AS evidence_text, u.sentence_starts[m1.sentence] AS evidence_start,
+         u.sentence_ends[m1.sentence] AS evidence_end
+  LIMIT 1
+}
 RETURN a.id AS source, b.id AS target, type(r) AS type,
        CASE type(r) WHEN 'SYNONYM' THEN 'synonym' ELSE r.predicate END AS kind, strength,
        coalesce(r.status, CASE type(r) WHEN 'SYNONYM' THEN 'suggested' ELSE 'proposed' END) AS status,
@@ -1083,7 +1081,6 @@ RETURN a.id AS source, b.id AS target, type(r) AS type,
                AND ($collections IS NULL OR d.collection IN $collections) } AS documents,
        evidence_text, evidence_start, evidence_end
 """
-)
 
 # The nodes of an answer's paths that the reader may see: entities a unit of $collections mentions,
 # units of $collections (with their documents' titles).

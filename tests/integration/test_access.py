@@ -222,19 +222,19 @@ def test_asking_the_vault_is_asking_a_collection_that_does_not_exist(
     result = vault.json()
     assert result["sources"] == [] and result["state"] == "failed" and result["error"] == NOTHING_FOUND
     assert set(vault.json()["timings_ms"]) == set(nowhere.json()["timings_ms"])
+    # The search form's picker offers only readable collections; a crafted form naming the private one is
+    # refused in the words a missing one gets, and nothing is asked.
+    asked_before = Answer.objects.count()
     pages = [
         browser.post("/ask/", {"question": QUESTION, "collection": name}).content.decode()
         for name in (PRIVATE, "no-such-collection")
     ]
-    answers = [str(a.id) for a in Answer.objects.order_by("-created_at")[:2]][::-1]
     shown = [
-        VARYING.sub("", page.replace(answer_id, "ID").replace(name, "NAME"))
-        for page, answer_id, name in zip(pages, answers, (PRIVATE, "no-such-collection"), strict=True)
+        VARYING.sub("", page.replace(name, "NAME"))
+        for page, name in zip(pages, (PRIVATE, "no-such-collection"), strict=True)
     ]
-    without_timings = [re.sub(r'<figure class="latency">.*?</figure>', "", page, flags=re.S) for page in shown]
-    assert all('<figure class="latency">' not in page for page in without_timings)
-    assert without_timings[0] == without_timings[1]
-    assert "No sources." in pages[0] and NOTHING_FOUND.split(",")[0] in pages[0]
+    assert shown[0] == shown[1] and "NAME is not a collection you may read." in shown[0]
+    assert Answer.objects.count() == asked_before
 
 
 # --- the search page --------------------------------------------------------------------------------
@@ -243,7 +243,7 @@ def test_asking_the_vault_is_asking_a_collection_that_does_not_exist(
 @pytest.mark.parametrize("persona", [*INSIDERS, *OUTSIDERS])
 def test_the_search_page(world: World, people: dict[str, User], persona: str) -> None:
     page = client(people, persona).post("/ask/", {"question": QUESTION, "evidence_only": "on"}).content.decode()
-    assert "journal.txt" in page
+    assert "journal.<wbr>txt" in page  # (file names wrap after their separators)
     if persona in INSIDERS:
         assert "Society of Wales in 1912" in page and world.minutes.path in page
     else:

@@ -65,8 +65,9 @@ def corpus(empty_graph: Driver) -> dict[str, str]:
 
 @pytest.fixture
 def cora(db: None) -> User:
+    """A curator who also audits (so the pages' messages link the change-log entries they name)."""
     user = User.objects.create_user("cora")
-    user.groups.add(Group.objects.get_or_create(name="curator")[0])
+    user.groups.add(Group.objects.get_or_create(name="curator")[0], Group.objects.get_or_create(name="auditor")[0])
     return user
 
 
@@ -186,7 +187,11 @@ def test_rename_alias_merge_and_delete_through_the_pages(
 
     candidates = curator.get(f"/curation/entities/{ada}/", {"merge_q": "lovelace"}).content.decode()
     assert f'name="drop" value="{lovelace}"' in candidates
-    response = curator.post(f"/curation/entities/{ada}/merge/", {"keep": ada, "drop": lovelace}, follow=True)
+    preview = curator.post(f"/curation/entities/{ada}/merge/", {"keep": ada, "drop": lovelace}).content.decode()
+    assert "Nothing changes until you confirm." in preview and next_seq() == start + 2
+    response = curator.post(
+        f"/curation/entities/{ada}/merge/", {"keep": ada, "drop": lovelace, "confirmed": "1"}, follow=True
+    )
     assert logged_since(start + 2) == [("entity.merged", lovelace, "user:cora")]
     assert response.redirect_chain == [(f"/curation/entities/{ada}/", 302)] and entry_links(response) == [start + 2]
     merged = entity(empty_graph, ada)
@@ -208,11 +213,10 @@ def test_split_moves_one_documents_mentions_to_a_new_entity(
     form = curator.get(f"/curation/entities/{babbage}/split/").content.decode()
     assert "lab/ada.txt (2 mentions)" in form and "lab/babbage.txt (1 mention)" in form
     start = next_seq()
-    response = curator.post(
-        f"/curation/entities/{babbage}/split/",
-        {"name": "Charles Babbage (born in London)", "documents": [corpus["babbage"]]},
-        follow=True,
-    )
+    choice = {"name": "Charles Babbage (born in London)", "documents": [corpus["babbage"]]}
+    preview = curator.post(f"/curation/entities/{babbage}/split/", choice).content.decode()
+    assert "1 of the 3 mentions of “Charles Babbage” move" in preview and next_seq() == start
+    response = curator.post(f"/curation/entities/{babbage}/split/", {**choice, "confirmed": "1"}, follow=True)
     [(created, new_id, actor), edited] = logged_since(start)
     assert (created, actor) == ("entity.created", "user:cora") and edited == ("curation.edited", babbage, "user:cora")
     assert response.redirect_chain == [(f"/curation/entities/{new_id}/", 302)] and entry_links(response) == [start + 1]
@@ -230,13 +234,13 @@ def test_split_moves_one_documents_mentions_to_a_new_entity(
     reapply(empty_graph, start + 1)
     assert (entity(empty_graph, new_id), entity(empty_graph, babbage), relations(empty_graph)) == (new, old, before)
     refused = curator.post(
-        f"/curation/entities/{babbage}/split/", {"name": "Again", "documents": [corpus["ada"]]}
+        f"/curation/entities/{babbage}/split/", {"name": "Again", "documents": [corpus["ada"]], "confirmed": "1"}
     ).content.decode()
     assert "hold every mention of the entity" in refused
     graph_ok(empty_graph)
 
 
-def test_a_suggested_pair_merges_in_one_click_keeping_the_more_mentioned(
+def test_a_suggested_pair_merges_once_confirmed_keeping_the_more_mentioned(
     corpus: dict[str, str], empty_graph: Driver, curator: Client
 ) -> None:
     ids = entity_ids(empty_graph)
@@ -250,9 +254,10 @@ def test_a_suggested_pair_merges_in_one_click_keeping_the_more_mentioned(
     }
     assert mentions["Lovelace"] > mentions["Ada Lovelace"]
     start = next_seq()
-    response = curator.post(
-        "/curation/entities/suggestions/merge/", {"first": ids["Ada Lovelace"], "second": ids["Lovelace"]}, follow=True
-    )
+    pair = {"first": ids["Ada Lovelace"], "second": ids["Lovelace"]}
+    preview = curator.post("/curation/entities/suggestions/merge/", pair).content.decode()
+    assert "<h1>Merge “Ada Lovelace” into “Lovelace”?</h1>" in preview and next_seq() == start
+    response = curator.post("/curation/entities/suggestions/merge/", {**pair, "confirmed": "1"}, follow=True)
     assert logged_since(start) == [("entity.merged", ids["Ada Lovelace"], "user:cora")]
     assert entry_links(response) == [start] and entity(empty_graph, ids["Ada Lovelace"]) is None
     kept = entity(empty_graph, ids["Lovelace"])
