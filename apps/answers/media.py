@@ -46,6 +46,11 @@ def image_file(request: HttpRequest, image_id: str, variant: str) -> FileRespons
     content_type = mimetypes.guess_type(path.name)[0] or ""
     if not content_type.startswith("image/") or "svg" in content_type:  # never a document a browser would run
         content_type = "application/octet-stream"
+    return media_response(path, content_type)
+
+
+def media_response(path: Path, content_type: str) -> FileResponse:
+    """A stored picture, privately cacheable, its type not to be sniffed."""
     response = FileResponse(path.open("rb"), content_type=content_type)
     response["Cache-Control"] = "private, max-age=3600"
     response["X-Content-Type-Options"] = "nosniff"

@@ -81,17 +81,16 @@ class QuestionForm(forms.Form):
         return text
 
 
-def picker_collections(request: HttpRequest) -> list[str]:
-    """The collections the asker may read (admins: every one), and those holding documents among them."""
-    readable = readable_collections(request.user)
+def picker_collections(readable: Sequence[str] | None) -> list[str]:
+    """The collections of ``readable`` (None, admins: every one), and those holding documents among them."""
     names = set(document_collections(readable))
     names |= set(Collection.objects.values_list("name", flat=True)) if readable is None else set(readable)
     return sorted(names)
 
 
-def question_form(request: HttpRequest, data: Any = None, **kwargs: Any) -> QuestionForm:
-    """The question form, its collection picker listing the collections the asker may read."""
-    return QuestionForm(data, collections=picker_collections(request), **kwargs)
+def question_form(data: Any = None, *, readable: Sequence[str] | None, **kwargs: Any) -> QuestionForm:
+    """The question form, its picker listing the collections of ``readable`` (the asker's)."""
+    return QuestionForm(data, collections=picker_collections(readable), **kwargs)
 
 
 def form_errors(form: QuestionForm) -> str:
@@ -155,10 +154,11 @@ def _ask(request: HtmxHttpRequest, form: QuestionForm) -> dict[str, Any]:
 @require_http_methods(["GET", "POST"])
 def search(request: HtmxHttpRequest) -> HttpResponse:
     prefill = request.GET.get("question", "")[: services.MAX_QUESTION_CHARS]
-    form = question_form(request, request.POST or None, initial={"question": prefill})
+    readable = readable_collections(request.user)
+    form = question_form(request.POST or None, readable=readable, initial={"question": prefill})
     context: dict[str, Any] = {"form": form}
     if not request.htmx:
-        context["examples"] = example_questions(driver=get_driver(), collections=readable_collections(request.user))
+        context["examples"] = example_questions(driver=get_driver(), collections=readable)
     status = 200
     if request.method == "POST":
         if not form.is_valid():
@@ -193,7 +193,7 @@ def answer_feedback(request: HtmxHttpRequest, answer_id: uuid.UUID) -> HttpRespo
         return render(request, f"{TEMPLATE}#feedback", context)
     if status == 400:
         page = {**answer_context(answer, user=request.user), **context}
-        page["form"] = question_form(request, initial={"question": answer.question})
+        page["form"] = question_form(readable=readable_collections(request.user), initial={"question": answer.question})
         return render(request, TEMPLATE, page, status=status)
     return redirect("answer", answer_id=answer.id)
 
@@ -216,7 +216,10 @@ def answer_page(request: HtmxHttpRequest, answer_id: uuid.UUID) -> HttpResponse:
     context = answer_context(answer, user=request.user)
     if request.htmx:
         return render(request, f"{TEMPLATE}#result", context)
-    form = question_form(request, initial={"question": answer.question, "evidence_only": not answer.generate})
+    form = question_form(
+        readable=readable_collections(request.user),
+        initial={"question": answer.question, "evidence_only": not answer.generate},
+    )
     return render(request, TEMPLATE, {**context, "form": form})
 
 

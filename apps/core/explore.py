@@ -14,11 +14,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from django.conf import settings
 from neo4j import Driver
 
 from apps.curation.pages import relation_evidence, snippet
 from apps.graph import cypher
+from apps.graph.db import graph_read
 
 NODE_CAP = 60
 EDGE_CAP = 150
@@ -38,11 +38,6 @@ class Filters:
     relations: tuple[str, ...] | None = None
 
 
-def _query(driver: Driver, statement: str, **params: Any) -> list[dict[str, Any]]:
-    records, _, _ = driver.execute_query(statement, database_=settings.NEO4J_DATABASE, routing_="r", **params)
-    return [dict(record) for record in records]
-
-
 def _readable(collections: Collections) -> list[str] | None:
     return None if collections is None else list(collections)
 
@@ -58,14 +53,14 @@ def entities_search(
     term = query.strip().lower()[:QUERY_CHARS]
     if not term:
         return []
-    rows = _query(driver, cypher.GRAPH_ENTITY_SEARCH, query=term, collections=_readable(collections), limit=limit)
+    rows = graph_read(driver, cypher.GRAPH_ENTITY_SEARCH, query=term, collections=_readable(collections), limit=limit)
     return [{**row, "mentions": int(row["mentions"])} for row in rows]
 
 
 def entity_read(*, driver: Driver, entity_id: str, collections: Collections) -> dict[str, Any] | None:
     """The entity (id, name, type, readable mentions), or None when it is missing or no readable unit
     mentions it: the two cannot be told apart."""
-    rows = _query(driver, cypher.GRAPH_ENTITY, id=entity_id, collections=_readable(collections))
+    rows = graph_read(driver, cypher.GRAPH_ENTITY, id=entity_id, collections=_readable(collections))
     return {**rows[0], "mentions": int(rows[0]["mentions"])} if rows else None
 
 
@@ -100,7 +95,7 @@ def edges_among(
 ) -> list[dict[str, Any]]:
     """The shown RELATED and SYNONYM edges among the entities ``ids``, at most ``EDGE_CAP``, strongest first."""
     params = {"ids": list(ids), "collections": _readable(collections), "limit": EDGE_CAP}
-    rows = _query(driver, cypher.GRAPH_EDGES, relations=None if relations is None else list(relations), **params)
+    rows = graph_read(driver, cypher.GRAPH_EDGES, relations=None if relations is None else list(relations), **params)
     return [_edge(row) for row in rows]
 
 
@@ -115,7 +110,7 @@ def neighbourhood(
     readable = _readable(collections)
     relations = None if filters.relations is None else list(filters.relations)
     types = None if filters.types is None else list(filters.types)
-    [found] = _query(
+    [found] = graph_read(
         driver,
         cypher.GRAPH_NEIGHBOURS,
         id=entity_id,
@@ -143,7 +138,7 @@ def entity_units(*, driver: Driver, entity_id: str, collections: Collections) ->
     entity = entity_read(driver=driver, entity_id=entity_id, collections=collections)
     if entity is None:
         return None
-    rows = _query(
+    rows = graph_read(
         driver, cypher.CURATION_ENTITY_SNIPPETS, id=entity_id, collections=_readable(collections), limit=UNITS_LIMIT
     )
     units = [
@@ -223,11 +218,13 @@ def answer_subgraph(
     answer's own sources marked ``source``."""
     ids, steps, truncated = capped_paths(answer_paths(sources))
     readable = _readable(collections)
-    rows = _query(driver, cypher.GRAPH_PATH_NODES, ids=ids, collections=readable) if ids else []
+    rows = graph_read(driver, cypher.GRAPH_PATH_NODES, ids=ids, collections=readable) if ids else []
     found = {row["id"]: row for row in rows}
     numbers = {str(s.get("id")): s.get("number") for s in sources}
     pairs = [[s.source, s.target] for s in steps if s.relationship == "RELATED"]
-    predicate_rows = _query(driver, cypher.GRAPH_PATH_PREDICATES, pairs=pairs, collections=readable) if pairs else []
+    predicate_rows = (
+        graph_read(driver, cypher.GRAPH_PATH_PREDICATES, pairs=pairs, collections=readable) if pairs else []
+    )
     predicates = {(r["source"], r["target"]): r["predicate"] for r in predicate_rows if r["predicate"]}
     labels = {node_id: str(row["label"]) for node_id, row in found.items()}
     nodes = [

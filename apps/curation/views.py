@@ -54,6 +54,9 @@ View = Callable[..., HttpResponse]
 MERGE_CHOICES = 10
 
 
+DISMISSED_SHOWN = 50  # dismissed merge suggestions listed under the suggestions
+
+
 def graph_required(view: View) -> View:
     """Neo4j out of reach (any driver or socket error) answers the 503 page of apps.core's middleware."""
 
@@ -538,7 +541,6 @@ def document_delete_view(request: HttpRequest, document_id: str) -> HttpResponse
 # --- readers' feedback on answers -------------------------------------------------------------
 
 FEEDBACK_PAGE = 25
-DISMISSED_SHOWN = 50
 
 
 @role_required(CURATOR)

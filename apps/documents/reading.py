@@ -15,11 +15,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.conf import settings
 from neo4j import Driver
 
 from apps.answers.display import Cell, Piece, highlight, row_cells
 from apps.graph import cypher
+from apps.graph.db import graph_read
 
 CHUNK_WINDOW = 120
 ROW_WINDOW = 40
@@ -80,14 +80,9 @@ class TableView:
     cited: bool = False
 
 
-def _query(driver: Driver, statement: str, **params: Any) -> list[dict[str, Any]]:
-    records, _, _ = driver.execute_query(statement, database_=settings.NEO4J_DATABASE, routing_="r", **params)
-    return [dict(record) for record in records]
-
-
 def document_read(*, driver: Driver, document_id: str, collections: Collections) -> dict[str, Any] | None:
     """The document and its unit counts, or None when it is missing or its collection is not readable."""
-    rows = _query(
+    rows = graph_read(
         driver,
         cypher.VIEW_DOCUMENT,
         id=document_id,
@@ -100,7 +95,7 @@ def unit_locate(*, driver: Driver, document_id: str, unit: str) -> dict[str, Any
     """Where ``unit`` sits in the document (label, position, table, page); None when it is not the document's."""
     if not unit:
         return None
-    rows = _query(driver, cypher.VIEW_UNIT, document_id=document_id, unit=unit)
+    rows = graph_read(driver, cypher.VIEW_UNIT, document_id=document_id, unit=unit)
     return rows[0] if rows else None
 
 
@@ -194,7 +189,7 @@ def document_view(
     cited_chunk = located["position"] if located and located["label"] == "Chunk" else None
     first, last = window(cited_chunk if at is None else at, int(document["chunks"]), CHUNK_WINDOW)
     passages = passages_of(
-        _query(driver, cypher.VIEW_CHUNKS, id=document_id, first=first, last=last),
+        graph_read(driver, cypher.VIEW_CHUNKS, id=document_id, first=first, last=last),
         citation,
         page_starts=[int(p) for p in document["page_starts"]],
         page_numbers=[int(p) for p in document["page_numbers"]],
@@ -217,13 +212,12 @@ def document_view(
             rows=[_row(r, citation) for r in t["rows"]],
             cited=bool(located and located["table"] == t["id"]),
         )
-        for t in _query(driver, cypher.VIEW_TABLES, id=document_id, windows=windows, rows=ROW_WINDOW)
+        for t in graph_read(driver, cypher.VIEW_TABLES, id=document_id, windows=windows, rows=ROW_WINDOW)
     ]
-    images = _query(driver, cypher.VIEW_IMAGES, id=document_id, limit=IMAGE_LIMIT)
+    images = graph_read(driver, cypher.VIEW_IMAGES, id=document_id, limit=IMAGE_LIMIT)
     for image in images:
         image["cited"] = image["id"] == citation.unit
         image["labelled"] = list(zip(image.get("labels") or [], image.get("label_scores") or [], strict=False))
-    pages = sorted({p.page for p in passages if p.page is not None})
     return {
         "document": document,
         "passages": passages,
@@ -231,6 +225,4 @@ def document_view(
         "tables": tables,
         "images": images,
         "located": located,
-        "pages": pages,
-        "cited_page": located.get("page") if located else None,
     }

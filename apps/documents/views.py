@@ -16,7 +16,7 @@ from django.views.decorators.http import require_GET
 from apps.accounts.access import readable_collections
 from apps.accounts.roles import can_audit
 from apps.answers.access import SESSION_KEY
-from apps.answers.media import media_file
+from apps.answers.media import media_file, media_response
 from apps.answers.models import Answer
 from apps.documents.reading import CHUNK_WINDOW, Citation, document_read, document_view
 from apps.graph.driver import get_driver
@@ -94,7 +94,4 @@ def page_image(request: HttpRequest, document_id: str, number: int) -> FileRespo
     images = list(document["page_images"]) if document else []
     if not 1 <= number <= len(images):
         raise Http404("no such page")
-    response = FileResponse(media_file(str(images[number - 1])).open("rb"), content_type="image/jpeg")
-    response["Cache-Control"] = "private, max-age=3600"
-    response["X-Content-Type-Options"] = "nosniff"
-    return response
+    return media_response(media_file(str(images[number - 1])), "image/jpeg")
