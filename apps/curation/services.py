@@ -17,6 +17,7 @@ from django.conf import settings
 from django.db import transaction
 from neo4j import Driver
 
+from apps.curation import undo
 from apps.graph import cypher
 from apps.ingest.graph_build import content_id
 from apps.ledger.content import (
@@ -28,8 +29,8 @@ from apps.ledger.content import (
     synonym_subject,
 )
 from apps.ledger.graph import entity_contents, graph_changes_apply, relation_contents, synonym_contents
-from apps.ledger.models import GraphChange
-from apps.ledger.services import Change, entries_append, subjects_latest
+from apps.ledger.models import ChangeEntry, GraphChange
+from apps.ledger.services import Change, entries_append, snapshot, subjects_latest
 
 MAX_NAME = 300
 MAX_PREDICATE = 80
@@ -113,8 +114,32 @@ def entity_merge(*, driver: Driver, keep: str, drop: str, actor: str) -> Curated
     before = _entity(driver, drop)
     after = entity_content(entity_id=drop, name=str(before["name"]), type_=str(before["type"]), merged_into=keep)
     operation = _operation("ENTITY_MERGE", keep=keep, drop=drop)
+    recorded = undo.merge_snapshot(driver=driver, keep=keep, drop=drop)
+    if recorded is not None:
+        operation["undo"] = recorded
     return _commit(
-        driver=driver, actor=actor, change=Change("entity.merged", "Entity", drop, before, after, operation=operation)
+        driver=driver, actor=actor, change=Change(undo.MERGED, "Entity", drop, before, after, operation=operation)
+    )
+
+
+def entity_unmerge(*, driver: Driver, seq: int, actor: str) -> Curated:
+    """Undo the log's last merge (entry ``seq``): the merged-away entity comes back with its
+    mentions, relations and names, as a new ``entity.unmerged`` entry."""
+    merge = undo.last_merge()
+    if merge is None or merge.seq != seq:
+        raise CurationError(f"only the last merge can be undone, and change-log entry #{seq} is not it")
+    if merge.refusal:
+        raise CurationError(f"the merge cannot be undone. {merge.refusal}")
+    _entity(driver, merge.keep)
+    entry = ChangeEntry.objects.get(seq=seq)
+    restored = snapshot(entry.before)
+    if restored is None:
+        raise CurationError(f"change-log entry #{seq} has no content to restore")
+    operation = _operation("ENTITY_UNMERGE", **undo.unmerge_parameters(merge))
+    return _commit(
+        driver=driver,
+        actor=actor,
+        change=Change(undo.UNMERGED, "Entity", merge.drop, entry.after, restored, operation=operation),
     )
 
 

@@ -347,6 +347,111 @@ DETACH DELETE drop
 RETURN keep.id AS id
 """
 
+# What undoing a merge of $drop into $keep needs, read just before the merge: $drop's properties,
+# mentions (with the unit's label), relations (with what the merge adds to $keep's counterpart, or
+# that it creates one) and synonym edges, and $keep's names and documents.
+ENTITY_MERGE_SNAPSHOT = """
+MATCH (keep:Entity {id: $keep}), (drop:Entity {id: $drop})
+RETURN properties(drop) AS properties, keep.name AS keep_name, keep.aliases AS keep_aliases,
+       keep.documents AS keep_documents,
+       COLLECT {
+         MATCH (u)-[m:MENTIONS]->(drop)
+         RETURN {label: [l IN labels(u) WHERE l IN ['Chunk', 'Row', 'Image']][0], unit: u.id,
+                 properties: properties(m)}
+       } AS mentions,
+       COLLECT {
+         MATCH (drop)-[r:RELATED]-(other)
+         WITH r, other, startNode(r) = drop AS outgoing
+         OPTIONAL MATCH (keep)-[f:RELATED {predicate: r.predicate}]->(other) WHERE outgoing AND other <> keep
+         OPTIONAL MATCH (other)-[b:RELATED {predicate: r.predicate}]->(keep) WHERE NOT outgoing AND other <> keep
+         WITH r, other, outgoing, coalesce(f, b) AS n
+         RETURN {other: other.id, outgoing: outgoing, properties: properties(r), created: n IS NULL,
+                 status: n.status, added_evidence: [x IN r.evidence WHERE NOT x IN coalesce(n.evidence, [])],
+                 added_documents: [x IN r.documents WHERE NOT x IN coalesce(n.documents, [])]}
+       } AS relations,
+       COLLECT {
+         MATCH (drop)-[s:SYNONYM]-(other)
+         RETURN {other: other.id, outgoing: startNode(s) = drop, properties: properties(s)}
+       } AS synonyms
+"""
+
+# Undo a merge from its snapshot: $drop comes back with its properties, name vector, mentions,
+# relations and synonym edges; what the merge added to $keep (names, documents, relation evidence,
+# relations it created) goes. What $keep gained since from elsewhere stays. Idempotent.
+ENTITY_UNMERGE = """
+MATCH (keep:Entity {id: $keep})
+MERGE (drop:Entity {id: $drop})
+WITH keep, drop, coalesce(drop.documents, []) AS had_documents, coalesce(drop.aliases, []) AS had_aliases
+SET drop += $properties
+SET drop.documents = had_documents + [x IN $properties.documents WHERE NOT x IN had_documents],
+    drop.aliases = had_aliases + [a IN $properties.aliases WHERE NOT a IN had_aliases]
+SET drop.aliases_text = reduce(s = drop.name, a IN drop.aliases | s + ' ' + a)
+SET keep.aliases = [a IN keep.aliases WHERE NOT a IN $keep_aliases_added],
+    keep.documents = [x IN keep.documents WHERE NOT x IN $keep_documents_added]
+SET keep.aliases_text = reduce(s = keep.name, a IN keep.aliases | s + ' ' + a)
+WITH keep, drop
+CALL (drop) {
+  WITH drop WHERE $vector IS NOT NULL AND drop.name_vector IS NULL
+  CALL db.create.setNodeVectorProperty(drop, 'name_vector', $vector)
+}
+CALL (keep, drop) {
+  CALL () {
+    UNWIND $mentions.Chunk AS m
+    MATCH (u:Chunk {id: m.unit})
+    RETURN u, m
+    UNION
+    UNWIND $mentions.Row AS m
+    MATCH (u:Row {id: m.unit})
+    RETURN u, m
+    UNION
+    UNWIND $mentions.Image AS m
+    MATCH (u:Image {id: m.unit})
+    RETURN u, m
+  }
+  CALL (u, m, keep) {
+    MATCH (u)-[k:MENTIONS {start: m.properties.start, end: m.properties.end}]->(keep)
+    WITH k LIMIT 1
+    DELETE k
+  }
+  CALL (u, m, drop) {
+    WITH u, m, drop WHERE NOT EXISTS { (u)-[:MENTIONS {start: m.properties.start, end: m.properties.end}]->(drop) }
+    CREATE (u)-[k:MENTIONS]->(drop)
+    SET k = m.properties
+  }
+}
+CALL (keep, drop) {
+  UNWIND $relations AS rel
+  MATCH (other:Entity {id: rel.other})
+  CALL (drop, other, rel) {
+    WITH rel, CASE WHEN rel.outgoing THEN [drop, other] ELSE [other, drop] END AS ends
+    WITH rel, ends[0] AS source, ends[1] AS target
+    MERGE (source)-[r:RELATED {predicate: rel.properties.predicate}]->(target)
+    SET r += rel.properties
+  }
+  CALL (keep, other, rel) {
+    WITH keep, other, rel WHERE other <> keep
+    WITH rel, CASE WHEN rel.outgoing THEN [keep, other] ELSE [other, keep] END AS ends
+    WITH rel, ends[0] AS source, ends[1] AS target
+    MATCH (source)-[n:RELATED {predicate: rel.properties.predicate}]->(target)
+    SET n.evidence = [x IN n.evidence WHERE NOT x IN rel.added_evidence],
+        n.documents = [x IN n.documents WHERE NOT x IN rel.added_documents],
+        n.status = CASE WHEN rel.created THEN n.status ELSE rel.status END
+    SET n.weight = size(n.evidence)
+    WITH n, rel WHERE rel.created AND size(n.evidence) = 0
+    DELETE n
+  }
+}
+CALL (drop) {
+  UNWIND $synonyms AS syn
+  MATCH (other:Entity {id: syn.other})
+  WITH syn, CASE WHEN syn.outgoing THEN [drop, other] ELSE [other, drop] END AS ends
+  WITH syn, ends[0] AS source, ends[1] AS target
+  MERGE (source)-[s:SYNONYM]->(target)
+  SET s += syn.properties
+}
+RETURN drop.id AS id
+"""
+
 ENTITY_DELETE = "MATCH (e:Entity {id: $id}) DETACH DELETE e RETURN count(*) AS deleted"
 
 RELATION_STATUS_SET = """

@@ -27,6 +27,7 @@ ACTIONS = frozenset(
         "document.deleted",
         "entity.created",
         "entity.merged",
+        "entity.unmerged",
         "entity.renamed",
         "entity.deleted",
         "relation.added",

@@ -29,6 +29,7 @@ logger = logging.getLogger(__name__)
 OPERATIONS = {
     "ENTITY_RENAME": cypher.ENTITY_RENAME,
     "ENTITY_MERGE": cypher.ENTITY_MERGE,
+    "ENTITY_UNMERGE": cypher.ENTITY_UNMERGE,
     "ENTITY_DELETE": cypher.ENTITY_DELETE,
     "RELATION_STATUS_SET": cypher.RELATION_STATUS_SET,
     "RELATION_DELETE": cypher.RELATION_DELETE,

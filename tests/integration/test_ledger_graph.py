@@ -3,12 +3,23 @@ graph follows them, and ``ledger verify --graph`` notices a graph changed behind
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from django.conf import settings
 from django.db import connection
 from neo4j import Driver, GraphDatabase
 
-from apps.curation.services import CurationError, entity_delete, entity_merge, entity_rename, relation_review
+from apps.curation import undo
+from apps.curation.services import (
+    CurationError,
+    entity_delete,
+    entity_merge,
+    entity_rename,
+    entity_unmerge,
+    relation_review,
+)
+from apps.graph import cypher
 from apps.ingest.services import default_extractor, document_delete, upload_ingest
 from apps.ledger.adopt import documents_adopt
 from apps.ledger.content import content_hash
@@ -203,8 +214,6 @@ ORDER BY s, p, t
 
 
 def test_a_merge_moves_relations_both_ways_keeping_direction_and_properties(empty_graph: Driver) -> None:
-    from apps.graph import cypher
-
     empty_graph.execute_query(MERGE_GRAPH, database_=settings.NEO4J_DATABASE)
     for _ in range(2):  # applying it again changes nothing
         empty_graph.execute_query(cypher.ENTITY_MERGE, keep="k", drop="d", database_=settings.NEO4J_DATABASE)
@@ -236,3 +245,74 @@ def test_a_merge_moves_relations_both_ways_keeping_direction_and_properties(empt
     )
     assert records[0]["aliases"] == ["Lovelace", "A. L."] and records[0]["documents"] == ["d2", "d1", "d3"]
     assert sorted(entity_ids(empty_graph).values()) == ["a", "b", "k"]
+
+
+UNDO_GRAPH = """
+CREATE (k:Entity {id: 'k', name: 'Ada Lovelace', type: 'PERSON', aliases: [], aliases_text: 'Ada Lovelace',
+                  documents: ['d2']}),
+       (d:Entity {id: 'd', name: 'Lovelace', type: 'PERSON', aliases: ['A. L.'], aliases_text: 'Lovelace A. L.',
+                  documents: ['d1', 'd3']}),
+       (a:Entity {id: 'a', name: 'Babbage', type: 'PERSON', aliases: [], aliases_text: 'Babbage', documents: []})
+CREATE (c1:Chunk {id: 'c1', text: 'Lovelace met Babbage.'}), (c2:Chunk {id: 'c2', text: 'Ada Lovelace wrote.'}),
+       (r1:Row {id: 'r1', text: 'Lovelace | 1815'})
+CREATE (c1)-[:MENTIONS {start: 0, end: 8, sentence: 0}]->(d), (c2)-[:MENTIONS {start: 0, end: 12, sentence: 0}]->(k),
+       (r1)-[:MENTIONS {start: 0, end: 8, sentence: 0, linked: true}]->(d),
+       (c1)-[:MENTIONS {start: 13, end: 20, sentence: 0}]->(a)
+CREATE (d)-[:RELATED {predicate: 'knew', evidence: ['u1'], documents: ['d1'], status: 'approved', weight: 1}]->(a),
+       (k)-[:RELATED {predicate: 'knew', evidence: ['u2', 'u1'], documents: ['d2'], weight: 2}]->(a),
+       (a)-[:RELATED {predicate: 'met', evidence: ['u5'], documents: ['d3'], weight: 1}]->(d),
+       (d)-[:RELATED {predicate: 'same_as', evidence: ['u6'], documents: ['d1'], weight: 1}]->(k),
+       (d)-[:SYNONYM {score: 0.91, status: 'suggested'}]->(k)
+"""
+
+GRAPH_STATE = """
+CALL () { MATCH (e:Entity) RETURN collect([e.id, properties(e)]) AS entities }
+CALL () { MATCH (s)-[r]->(t) RETURN collect([s.id, type(r), t.id, properties(r)]) AS edges }
+RETURN entities, edges
+"""
+
+
+def graph_state(driver: Driver) -> tuple[list[Any], list[Any]]:
+    records, _, _ = driver.execute_query(GRAPH_STATE, database_=settings.NEO4J_DATABASE)
+    return sorted(records[0]["entities"]), sorted(records[0]["edges"], key=repr)
+
+
+def test_undoing_the_last_merge_brings_the_graph_back_as_it_was(empty_graph: Driver) -> None:
+    empty_graph.execute_query(UNDO_GRAPH, database_=settings.NEO4J_DATABASE)
+    empty_graph.execute_query(
+        "MATCH (e:Entity {id: 'd'}) CALL db.create.setNodeVectorProperty(e, 'name_vector', [0.5, 0.25, 0.125])",
+        database_=settings.NEO4J_DATABASE,
+    )
+    before = graph_state(empty_graph)
+    merged = entity_merge(driver=empty_graph, keep="k", drop="d", actor="curator:ana")
+    assert merged.applied and graph_state(empty_graph) != before
+    last = undo.last_merge()
+    assert last is not None and (last.seq, last.keep, last.drop, last.drop_name) == (merged.seq, "k", "d", "Lovelace")
+    assert last.refusal == ""
+
+    with pytest.raises(CurationError, match="only the last merge"):
+        entity_unmerge(driver=empty_graph, seq=merged.seq + 5, actor="curator:bo")
+    unmerged = entity_unmerge(driver=empty_graph, seq=merged.seq, actor="curator:bo")
+    assert unmerged.applied and graph_state(empty_graph) == before
+    assert entries()[-2:] == [("entity.merged", "d", "curator:ana"), ("entity.unmerged", "d", "curator:bo")]
+    entry = ChangeEntry.objects.get(seq=unmerged.seq)
+    assert entry.before == ChangeEntry.objects.get(seq=merged.seq).after
+    assert snapshot(entry.after) == {"kind": "Entity", "id": "d", "name": "Lovelace", "type": "PERSON"}
+    graph_ok(empty_graph)
+
+    # Applied again (a retried graph write), it changes nothing; and the merge cannot be undone twice.
+    change = GraphChange.objects.get(entry_id=unmerged.seq)
+    empty_graph.execute_query(cypher.ENTITY_UNMERGE, **change.operation["params"], database_=settings.NEO4J_DATABASE)
+    assert graph_state(empty_graph) == before
+    with pytest.raises(CurationError, match="undone by change-log entry"):
+        entity_unmerge(driver=empty_graph, seq=merged.seq, actor="curator:bo")
+
+
+def test_a_merge_cannot_be_undone_once_an_entity_of_it_changed(empty_graph: Driver) -> None:
+    empty_graph.execute_query(UNDO_GRAPH, database_=settings.NEO4J_DATABASE)
+    merged = entity_merge(driver=empty_graph, keep="k", drop="d", actor="curator:ana")
+    # New knowledge after the merge: a mention of the kept entity stays with it through an undo.
+    renamed = entity_rename(driver=empty_graph, entity_id="k", name="Augusta Ada King", actor="curator:ana")
+    with pytest.raises(CurationError, match=f"changed after the merge \\(change-log entry #{renamed.seq}"):
+        entity_unmerge(driver=empty_graph, seq=merged.seq, actor="curator:bo")
+    assert "d" not in entity_ids(empty_graph).values()
