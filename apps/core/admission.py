@@ -40,7 +40,6 @@ EXPENSIVE_POSTS = (
     "/",
     "/ask/",
     "/curation/documents/upload/",
-    "/ingest/",
     "/api/v1/ask",
     "/api/v1/documents",
     "/v1/chat/completions",

@@ -150,17 +150,39 @@ class MultipleFileField(forms.FileField):
 
 
 class UploadForm(forms.Form):
-    """Files into a collection: a new one (the uploader owns it) or one the uploader can read."""
+    """Files into a collection: one the uploader can read (picked from a list), or a new one (named;
+    the uploader owns it). ``collection`` is the collection's name whichever way it came, so a client
+    that posts a name (the API, a script) needs nothing else; whether it may be used is decided by
+    ``apps.ingest.uploads.upload_collection``."""
 
-    # The field is named like /ingest/'s (``files``); Django keeps it apart from ``Form.files``.
+    NEW = ""  # the picker's "a new collection" choice
+
+    # The field is named like the API's (``files``); Django keeps it apart from ``Form.files``.
     files = MultipleFileField(  # type: ignore[assignment]
         label="Files (text, Markdown, HTML, PDF, images, CSV/TSV/XLSX, zip)"
     )
-    collection = forms.CharField(max_length=100, label="Collection")
+    collection = forms.CharField(max_length=100, required=False, label="Collection", widget=forms.Select)
+    new_collection = forms.CharField(
+        max_length=100, required=False, label="New collection name", help_text="used when the collection is “new”"
+    )
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, collections: list[str] | None = None, **kwargs: Any) -> None:
         kwargs.setdefault("auto_id", "upload_%s")  # the documents filter has a "collection" too
         super().__init__(*args, **kwargs)
+        readable = list(collections or [])
+        posted = str(self.data.get("collection") or "").strip() if self.is_bound else ""
+        if posted and posted not in readable:  # a name the client sent: shown back as sent, not lost
+            readable.append(posted)
+        choices = [(self.NEW, "a new collection…"), *((name, name) for name in readable)]
+        self.fields["collection"].widget.choices = choices
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        name = " ".join(str(data.get("new_collection") or "").split()) or str(data.get("collection") or "").strip()
+        if not name and not self.errors:
+            self.add_error("new_collection", "Pick a collection, or name a new one.")
+        data["collection"] = name
+        return data
 
 
 class NumbersField(forms.Field):

@@ -19,8 +19,8 @@ from django.views.decorators.http import require_GET, require_POST
 from apps.accounts.access import readable_collections
 from apps.accounts.roles import CURATOR, role_required
 from apps.core.http import HtmxHttpRequest
-from apps.curation.forms import RetryForm, UploadForm, errors_text
-from apps.curation.views import documents_response
+from apps.curation.forms import RetryForm, errors_text
+from apps.curation.views import documents_response, upload_form
 from apps.ingest.jobs import RetryRefused, job_retry, kept_until, retryable_files
 from apps.ingest.models import IngestJob
 from apps.ingest.selectors import jobs_readable
@@ -45,7 +45,7 @@ def _job(request: HttpRequest, job_id: str) -> IngestJob:
 def document_upload(request: HttpRequest) -> HttpResponse:
     """Files into a collection as a new ingestion job; its page follows the progress. A refused
     upload shows the form again with the reason (400) and stores nothing."""
-    form = UploadForm(request.POST, request.FILES)
+    form = upload_form(request, bound=True)
     if not form.is_valid():
         return documents_response(request, form, status=400)
     try:
@@ -92,7 +92,6 @@ def job_detail(request: HtmxHttpRequest, job_id: str) -> HttpResponse:
         "retryable": _retryable(job),
         "kept_until": kept_until(job),
         "expired": sum("expired" in item for item in job.files),
-        "embedded": True,
     }
     template = "curation/job.html#live" if request.htmx else "curation/job.html"
     return render(request, template, context)

@@ -67,6 +67,11 @@ class LastMerge:
     refusal: str
     undone_by: int | None = None  # the entry that undid it
 
+    @property
+    def when(self) -> str:
+        """The merge's time to the second, for people."""
+        return f"{self.time[:19].replace('T', ' ')} UTC"
+
 
 def _refusal(entry: ChangeEntry, change: GraphChange | None, keep: str, drop: str) -> tuple[str, int | None]:
     later = (

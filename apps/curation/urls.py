@@ -11,6 +11,7 @@ urlpatterns = [
     path("curation/entities/suggestions/merge/", views.suggestion_merge, name="suggestion-merge"),
     path("curation/entities/suggestions/dismiss/", views.suggestion_dismiss, name="suggestion-dismiss"),
     path("curation/entities/suggestions/restore/", views.suggestion_restore, name="suggestion-restore"),
+    path("curation/entities/merges/<int:seq>/undo/", views.merge_undo, name="merge-undo"),
     path("curation/entities/synonyms/review/", views.synonym_review, name="synonym-review"),
     path("curation/entities/<str:entity_id>/", views.entity_detail, name="entity"),
     path("curation/entities/<str:entity_id>/rename/", views.entity_rename, name="entity-rename"),

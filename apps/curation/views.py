@@ -24,10 +24,11 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from apps.accounts.access import readable_collections
+from apps.accounts.models import Collection
 from apps.accounts.roles import CURATOR, can_audit, role_required
 from apps.core.dependencies import NEO4J, DependencyUnavailable, classify, fix_for
 from apps.core.http import HtmxHttpRequest
-from apps.curation import pages, services
+from apps.curation import pages, services, undo
 from apps.curation.forms import (
     AliasForm,
     DocumentFilterForm,
@@ -193,6 +194,7 @@ def entity_detail(request: HttpRequest, entity_id: str) -> HttpResponse:
         context["merge_choices"] = [row for row in found.rows if row["id"] != entity_id][:MERGE_CHOICES]
     context.update(
         merge_q=merge_q,
+        last_merge=_last_merge_of(entity_id),
         rename_form=RenameForm(initial={"name": context["entity"]["name"]}),
         alias_form=AliasForm(),
     )
@@ -247,6 +249,12 @@ def entity_merge(request: HttpRequest, entity_id: str) -> HttpResponse:
     return _merge(request, keep, drop, action=reverse("curation:entity-merge", args=[entity_id]), cancel=cancel)
 
 
+def _last_merge_of(entity_id: str) -> undo.LastMerge | None:
+    """The change log's last merge when it kept this entity (shown with its Undo button)."""
+    merge = undo.last_merge()
+    return merge if merge is not None and merge.keep == entity_id else None
+
+
 def _merge(request: HttpRequest, keep: str, drop: str, *, action: str, cancel: str) -> HttpResponse:
     """The confirmation page of merging ``drop`` into ``keep``, or, confirmed, the merge."""
     preview = pages.merge_preview(
@@ -261,11 +269,28 @@ def _merge(request: HttpRequest, keep: str, drop: str, *, action: str, cancel: s
     text = (
         f"Merged “{dropped}” into “{kept}”: {preview['drop']['mentions']} mention"
         f"{'' if preview['drop']['mentions'] == 1 else 's'} moved, “{dropped}” is one of its aliases now."
+        " Undo it on this page while nothing else changes either entity."
     )
     result = _act(
         request, lambda: services.entity_merge(driver=get_driver(), keep=keep, drop=drop, actor=_actor(request)), text
     )
     return redirect("curation:entity", entity_id=keep) if result else redirect(cancel)
+
+
+@role_required(CURATOR)
+@require_POST
+@graph_required
+def merge_undo(request: HttpRequest, seq: int) -> HttpResponse:
+    """Undo the change log's last merge (entry ``seq``): a new entry that brings the merged-away
+    entity back with its mentions, relations and names."""
+    merge = undo.last_merge()
+    if merge is None or merge.seq != seq:
+        messages.error(request, f"Only the last merge can be undone, and change-log entry #{seq} is not it.")
+        return redirect("curation:entities")
+    _guard_entities(request, merge.keep)
+    text = f"Undid the merge of “{merge.drop_name}”: it is back with its mentions, relations and names."
+    result = _act(request, lambda: services.entity_unmerge(driver=get_driver(), seq=seq, actor=_actor(request)), text)
+    return redirect("curation:entity", entity_id=merge.drop if result else merge.keep)
 
 
 @role_required(CURATOR)
@@ -513,7 +538,18 @@ def documents_response(request: HttpRequest, upload_form: UploadForm, status: in
 @require_GET
 def documents(request: HttpRequest) -> HttpResponse:
     """Documents of the readable collections, by collection and title or path; and an upload form."""
-    return documents_response(request, UploadForm(initial={"collection": settings.DEFAULT_COLLECTION}))
+    return documents_response(request, upload_form(request))
+
+
+def upload_form(request: HttpRequest, bound: bool = False) -> UploadForm:
+    """The upload form with the collections the user may add to (``bound``: the submitted one)."""
+    collections = readable_collections(request.user)
+    if collections is None:  # an admin: every collection that exists
+        collections = sorted(Collection.objects.values_list("name", flat=True))
+    if bound:
+        return UploadForm(request.POST, request.FILES, collections=collections)
+    initial = settings.DEFAULT_COLLECTION if settings.DEFAULT_COLLECTION in collections else UploadForm.NEW
+    return UploadForm(initial={"collection": initial}, collections=collections)
 
 
 @role_required(CURATOR)

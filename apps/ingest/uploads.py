@@ -122,7 +122,11 @@ def upload_collection(*, user: User, name: str) -> str:
     except AccountsError as exc:
         raise UploadRefused(str(exc)) from exc
     if Collection.objects.filter(name=collection).exists() and not can_read(user, collection):
-        raise UploadRefused(f"You cannot add files to the collection “{collection}”; choose another name.")
+        # Names are global: a name in use elsewhere is refused without saying who uses it or whether
+        # it holds anything (the same words as for any name the uploader may not take).
+        raise UploadRefused(
+            f"The collection name “{collection}” is not available to you; pick one of yours or another name."
+        )
     return collection
 
 

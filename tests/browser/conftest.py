@@ -150,7 +150,7 @@ def corpus(live_services: None, tmp_path_factory: pytest.TempPathFactory) -> Cor
 def people(corpus: Corpus) -> None:
     """In the server's database, with known passwords: a superuser (who reads every collection);
     an auditor, and a curator who is an auditor too, both granted to read the corpus's collection;
-    a staff user with no role and no grant, who uploads; and an outsider, a viewer with no grant."""
+    a curator with no grant, who uploads; and an outsider, a viewer with no grant."""
 
     def row(
         persona: Persona,
@@ -173,7 +173,7 @@ def people(corpus: Corpus) -> None:
         row(ADMIN, superuser=True),
         row(AUDITOR, roles=("auditor",), reads=(corpus.collection,)),
         row(CURATOR, roles=("curator", "auditor"), reads=(corpus.collection,)),
-        row(UPLOADER, staff=True),
+        row(UPLOADER, roles=("curator",)),
         row(OUTSIDER, roles=("viewer",)),
     ]
     result = manage("shell", "-c", PEOPLE_SCRIPT, BROWSER_PEOPLE=json.dumps(rows))

@@ -1,6 +1,6 @@
 """Per-collection access in a real browser: for an outsider (a logged-in viewer with no grant on the
 test collection) its documents appear nowhere, not in answers, not in sources, not on the pages of
-other roles; and a staff user without a grant cannot open its ingestion job."""
+other roles; and a curator without a grant cannot open its ingestion job or pick it for an upload."""
 
 from __future__ import annotations
 
@@ -70,19 +70,25 @@ def test_an_outsider_finds_nothing_of_a_private_collection(
         "/curation/",
         f"/curation/entities/?q={corpus.code}",
         "/curation/documents/",
-        "/ingest/",
-        f"/ingest/jobs/{corpus.job}/",
+        "/curation/jobs/",
+        f"/curation/jobs/{corpus.job}/",
     ):
         status, location = status_of(page, path)
         assert status in (403, 404) or (status == 302 and REFUSED.match(location)), (path, status, location)
 
 
-def test_a_staff_user_without_a_grant_cannot_open_its_ingestion_job(
+def test_a_curator_without_a_grant_cannot_open_its_ingestion_job(
     browsing: Browsing, uploader: Persona, corpus: Corpus
 ) -> None:
     page = browsing.page
     browsing.login(uploader)
-    assert status_of(page, f"/ingest/jobs/{corpus.job}/") == (404, "")
-    page.goto("/ingest/")
-    expect(page.locator("h1")).to_have_text("Ingest files")
+    assert status_of(page, f"/curation/jobs/{corpus.job}/") == (404, "")
+    # The former staff address leads to the same page, which refuses the same way.
+    assert status_of(page, f"/ingest/jobs/{corpus.job}/") == (302, f"/curation/jobs/{corpus.job}/")
+    page.goto("/curation/jobs/")
+    expect(page.locator("h1")).to_have_text("Ingestion jobs")
     expect(page.locator("main")).not_to_contain_text(corpus.collection)
+    page.goto("/curation/documents/")
+    picker = page.get_by_label("Collection", exact=True)
+    expect(picker.locator("option").first).to_have_text("a new collection…")
+    assert corpus.collection not in picker.locator("option").all_inner_texts()

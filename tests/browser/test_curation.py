@@ -77,3 +77,24 @@ def test_a_curator_merges_two_names_of_one_entity_and_the_change_log_has_it(
     page.goto("/curation/entities/?q=" + DROPPED.replace(" ", "+"))
     expect(page.locator("#results tbody tr")).to_have_count(1)
     expect(page.locator("#results tbody tr").get_by_role("link")).to_have_text(re.compile(rf"\b{KEPT}$"))
+
+    # Undo: the kept entity's page offers it for the log's last merge; the undo is a new entry, and the
+    # dropped entity is back with its mentions.
+    page.goto("/curation/entities/?q=" + KEPT.replace(" ", "+"))
+    page.locator("#results").get_by_role("link", name=re.compile(rf"\b{KEPT}$")).click()
+    last = page.get_by_role("region", name="Last merge")
+    expect(last).to_contain_text(f"change-log entry #{seq}")
+    page.get_by_role("button", name="Undo this merge").click()
+    expect(status).to_contain_text(re.compile(rf"Undid the merge of “{named[DROPPED]}”", re.I))
+    expect(page.locator("h1")).to_contain_text(DROPPED)
+    expect(page.locator("main")).to_contain_text(corpus.collection + "/museum.txt")
+    browsing.shot("curation-merge-undone")
+    undone = status.get_by_role("link", name=re.compile(r"^Change-log entry #\d+$"))
+    undo_seq = int(undone.inner_text().rsplit("#", 1)[1])
+    assert undo_seq > int(seq)
+    page.goto("/curation/entities/?q=National+Museum")
+    expect(page.locator("#results").get_by_role("link", name=re.compile(rf"\b{DROPPED}$"))).to_have_count(1)
+    # The kept entity's page now says the merge was undone, with no second undo.
+    page.locator("#results").get_by_role("link", name=re.compile(rf"\b{KEPT}$")).click()
+    expect(page.get_by_role("region", name="Last merge")).to_contain_text(f"undone by change-log entry #{undo_seq}")
+    expect(page.get_by_role("button", name="Undo this merge")).to_have_count(0)

@@ -87,7 +87,6 @@ def test_no_page_scrolls_sideways_on_a_phone(browsing: Browsing, admin: Persona,
         "/curation/jobs/",
         job,
         "/curation/feedback/",
-        "/ingest/",
         "/account/keys/",
     ]
     for path in paths:

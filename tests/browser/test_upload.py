@@ -1,6 +1,7 @@
-"""The upload page in a real browser, as a staff user with no role: upload a text file into a new
+"""The upload form in a real browser, as a curator with no grant: upload a text file into a new
 collection (which becomes theirs, and private), land on the job page and watch its progress section
-until the job is done, with the file's outcome and counts in the results table."""
+until the job is done, with the file's outcome and counts in the results table; the new collection
+is then one the picker offers."""
 
 from __future__ import annotations
 
@@ -27,13 +28,15 @@ def test_an_upload_becomes_a_job_whose_page_follows_it_until_done(
     document.write_text(TEXT)
     collection = f"upload-{uuid.uuid4().hex[:8]}"
     browsing.login(uploader)
-    page.get_by_role("navigation").get_by_role("link", name="Ingest", exact=True).click()
-    expect(page.locator("h1")).to_have_text("Ingest files")
+    page.get_by_role("navigation").first.get_by_role("link", name="Curation", exact=True).click()
+    page.get_by_role("main").get_by_role("link", name="Documents", exact=True).first.click()
+    expect(page.locator("h1")).to_have_text("Documents")
     page.get_by_label(re.compile(r"^Files")).set_input_files(document)
-    page.get_by_label("Collection").fill(collection)
-    page.get_by_role("button", name="Ingest").click()
+    page.get_by_label("Collection", exact=True).select_option(label="a new collection…")
+    page.get_by_label("New collection name").fill(collection)
+    page.get_by_role("button", name="Upload and ingest").click()
 
-    expect(page).to_have_url(re.compile(r"/ingest/jobs/[0-9a-f-]{36}/$"))
+    expect(page).to_have_url(re.compile(r"/curation/jobs/[0-9a-f-]{36}/$"))
     expect(page.locator("main")).to_contain_text(f"Collection {collection}")
     progress = page.locator("#progress")  # htmx swaps it every second until the job ends
     expect(progress.locator("strong").first).to_have_text("done", timeout=INGEST_TIMEOUT_MS)
@@ -53,3 +56,7 @@ def test_an_upload_becomes_a_job_whose_page_follows_it_until_done(
     listed = page.locator("table.report tbody tr", has_text=collection)
     expect(listed).to_have_count(1)
     expect(listed).to_contain_text("done")
+
+    # The new collection is the uploader's now: the picker offers it for the next upload.
+    page.goto("/curation/documents/")
+    assert collection in page.get_by_label("Collection", exact=True).locator("option").all_inner_texts()

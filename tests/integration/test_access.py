@@ -30,7 +30,7 @@ from django.test import Client
 from neo4j import Driver
 from pytest_django.fixtures import Settings
 
-from apps.accounts.roles import AUDITOR
+from apps.accounts.roles import AUDITOR, CURATOR
 from apps.accounts.services import collection_grant, group_member_set, role_set
 from apps.answers.models import Answer
 from apps.answers.services import NOTHING_FOUND
@@ -302,15 +302,17 @@ def test_the_change_log(world: World, people: dict[str, User]) -> None:
 
 
 def test_the_ingestion_jobs(world: World, people: dict[str, User]) -> None:
-    vault_job = f"/ingest/jobs/{world.jobs[PRIVATE].id}/"
+    for name in ("owner", "member", "outsider"):  # the jobs pages are curators'
+        role_set(username=name, role=CURATOR)
+    vault_job = f"/curation/jobs/{world.jobs[PRIVATE].id}/"
     for persona in (*INSIDERS, "admin"):
         browser = client(people, persona)
-        assert vault_job in browser.get("/ingest/").content.decode()
+        assert vault_job in browser.get("/curation/jobs/").content.decode()
         page = browser.get(vault_job).content.decode()
         assert world.minutes.path in page
     outsider = client(people, "outsider")
-    jobs = outsider.get("/ingest/").content.decode()
-    assert vault_job not in jobs and f"/ingest/jobs/{world.jobs[PUBLIC].id}/" in jobs
+    jobs = outsider.get("/curation/jobs/").content.decode()
+    assert vault_job not in jobs and f"/curation/jobs/{world.jobs[PUBLIC].id}/" in jobs
     assert outsider.get(vault_job).status_code == 404
     assert client(people, "visitor").get(vault_job).status_code == 302
 

@@ -24,7 +24,8 @@ from django.test import Client
 from neo4j import Driver
 from pytest_django.fixtures import Settings
 
-from apps.accounts.services import collection_ensure
+from apps.accounts.roles import CURATOR
+from apps.accounts.services import collection_ensure, role_set
 from apps.answers.generation import WORKER_LOST
 from apps.answers.services import BROKER_DOWN
 from apps.graph import cypher
@@ -162,7 +163,7 @@ def redis_corpus(empty_graph: Driver, tmp_path: Path, settings: Settings) -> str
 
 def upload(client: Client, scope: str) -> Any:
     note = SimpleUploadedFile("note.txt", b"The Severn Bridge carries the motorway across the estuary.")
-    return client.post("/ingest/", {"collection": scope, "files": [note]})
+    return client.post("/curation/documents/upload/", {"collection": scope, "files": [note]})
 
 
 def healthz() -> tuple[int, dict[str, Any]]:
@@ -174,8 +175,9 @@ def healthz() -> tuple[int, dict[str, Any]]:
 def test_redis_stopped_asking_and_uploading_answer_503_quickly_and_recover(
     stack_restored: None, redis_corpus: str
 ) -> None:
-    staff = Client()
-    staff.force_login(User.objects.create_user("uploader", password="x", is_staff=True))
+    staff = Client()  # a curator: uploads go through Curation → Documents
+    staff.force_login(User.objects.create_user("uploader", password="x"))
+    role_set(username="uploader", role=CURATOR)
     services("down", "redis")
 
     asked = time.monotonic()

@@ -73,7 +73,7 @@ UNGRANTED = ("visitor", "outsider", "curator", "auditor")  # leak-checked: none 
 NOT_WALKED = None  # a POST the persona may make (it would change things): not sent
 
 # GET status per URL pattern name, in PERSONAS order, with the private collection's ids in the path.
-# 302: to the login page (LOGIN_URL, or the admin's for the staff pages in ADMIN_LOGIN_PAGES).
+# 302: to the login page (LOGIN_URL), or where MOVED says.
 GET_EXPECTED: dict[str, tuple[int, ...]] = {
     # accounts
     "login": (200, 302, 302, 302, 302, 302),  # logged in: back to /
@@ -116,9 +116,9 @@ GET_EXPECTED: dict[str, tuple[int, ...]] = {
     "graph-neighbourhood": (404, 404, 200, 404, 404, 200),
     "graph-entity-units": (404, 404, 200, 404, 404, 200),
     "graph-answer": (404, 404, 200, 404, 404, 200),
-    # ingestion pages: staff; a job only for readers of its collection
-    "ingest-jobs": (302, 302, 302, 200, 302, 200),
-    "ingest-job": (302, 302, 302, 404, 302, 200),
+    # the former staff ingestion pages: to their curation pages (which check access)
+    "ingest-jobs": (302, 302, 302, 302, 302, 302),
+    "ingest-job": (302, 302, 302, 302, 302, 302),
     # search, the API, answers (an answer is its asker's, here the member's), image files
     "home": (200, 200, 200, 200, 200, 200),
     "search": (200, 200, 200, 200, 200, 200),
@@ -153,6 +153,7 @@ GET_EXPECTED: dict[str, tuple[int, ...]] = {
     "curation:suggestion-dismiss": (302, 403, 403, 405, 403, 405),
     "curation:suggestion-restore": (302, 403, 403, 405, 403, 405),
     "curation:synonym-review": (302, 403, 403, 405, 403, 405),
+    "curation:merge-undo": (302, 403, 403, 405, 403, 405),
     "curation:entity": (302, 403, 403, 404, 403, 200),
     "curation:entity-rename": (302, 403, 403, 405, 403, 405),
     "curation:entity-alias": (302, 403, 403, 405, 403, 405),
@@ -172,7 +173,7 @@ GET_EXPECTED: dict[str, tuple[int, ...]] = {
     "curation:job": (302, 403, 403, 404, 403, 200),
     "curation:job-retry": (302, 403, 403, 405, 403, 405),
 }
-ADMIN_LOGIN_PAGES = {"ingest-jobs", "ingest-job"}  # staff_member_required sends to /admin/login/
+MOVED = {"ingest-jobs": "/curation/documents/", "ingest-job": "/curation/jobs/"}  # where the redirects go
 
 # Filters of the list pages that would find the private records, walked like their pattern.
 SEARCHES: list[tuple[str, dict[str, str]]] = [
@@ -205,6 +206,7 @@ POST_EXPECTED: dict[str, tuple[int | None, ...]] = {
     "curation:suggestion-dismiss": (302, 403, 403, 404, 403, NOT_WALKED),
     "curation:suggestion-restore": (302, 403, 403, NOT_WALKED, 403, NOT_WALKED),  # names nothing it could leak
     "curation:synonym-review": (302, 403, 403, 404, 403, NOT_WALKED),
+    "curation:merge-undo": (302, 403, 403, 302, 403, NOT_WALKED),  # the walk's entry is no merge: refused
     "curation:entity-rename": (302, 403, 403, 404, 403, NOT_WALKED),
     "curation:entity-alias": (302, 403, 403, 404, 403, NOT_WALKED),
     "curation:entity-merge": (302, 403, 403, 404, 403, NOT_WALKED),
@@ -217,7 +219,7 @@ POST_EXPECTED: dict[str, tuple[int | None, ...]] = {
     "curation:document-upload": (302, 403, 403, 400, 403, NOT_WALKED),  # into a collection not theirs
     "curation:document-delete": (302, 403, 403, 404, 403, NOT_WALKED),
     "curation:job-retry": (302, 403, 403, 404, 403, NOT_WALKED),
-    "ingest-jobs": (302, 302, 302, 400, 302, NOT_WALKED),
+    "ingest-jobs": (405, 405, 405, 405, 405, 405),  # an upload is refused there, never dropped by a redirect
     "api-key-revoke": (302, 302, NOT_WALKED, 302, 302, NOT_WALKED),  # someone else's key: refused
     "api-v1:collection_create": (401, 403, 403, NOT_WALKED, 403, NOT_WALKED),
     "api-v1:grant_add": (401, 404, 403, 404, 404, NOT_WALKED),
@@ -460,7 +462,11 @@ def redirect_ok(name: str, persona: str, response: Any) -> bool:
         return location == "/"
     if name == "api-key-revoke" and persona != "visitor":
         return location == reverse("api-keys")
-    return location.startswith("/admin/login/" if name in ADMIN_LOGIN_PAGES else "/accounts/login/")
+    if name == "curation:merge-undo" and persona == "curator":  # refused with a message
+        return location == reverse("curation:entities")
+    if name in MOVED:
+        return location.startswith(MOVED[name])
+    return location.startswith("/accounts/login/")
 
 
 def state(driver: Driver) -> str:
@@ -498,6 +504,7 @@ def post_body(name: str, world: World) -> dict[str, Any] | str:
         "curation:suggestion-dismiss": {"first": entity, "second": other},
         "curation:suggestion-restore": {"first": entity, "second": other},
         "curation:synonym-review": {"source": entity, "target": other, "decision": "reject"},
+        "curation:merge-undo": {},
         "curation:entity-rename": {"name": "Renamed"},
         "curation:entity-alias": {"alias": "Another name"},
         "curation:entity-merge": {"keep": entity, "drop": other},

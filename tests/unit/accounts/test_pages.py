@@ -15,6 +15,8 @@ from django.contrib.auth.models import User
 from django.db import transaction
 from django.test import Client
 
+from apps.accounts.roles import CURATOR
+from apps.accounts.services import role_set
 from apps.answers import search, views
 from apps.answers.models import Answer
 from apps.answers.scope import EVERY_COLLECTION
@@ -31,6 +33,7 @@ from tests.unit.provenance.test_audit_pages import chunk, make_answer
 
 pytestmark = pytest.mark.django_db
 
+UPLOAD = "/curation/documents/upload/"
 SECRET_TEXT = "The Nightjar protocol moves the archive to Llandudno at midnight."
 SECRET_PATH = "plans/nightjar-protocol.txt"
 SECRET_TITLE = "Nightjar Protocol"
@@ -77,14 +80,15 @@ def nav(client: Client) -> str:
 def test_the_navigation_shows_each_role_its_pages(cast: Cast) -> None:
     visitor = nav(cast.client("visitor"))
     assert 'href="/">Search</a>' in visitor
-    for hidden in ("Curation", "Audit", "Change log", "Admin", "Ingest"):
+    for hidden in ("Curation", "Audit", "Change log", "Admin"):
         assert f">{hidden}</a>" not in visitor
     auditor = nav(cast.client("outsider"))  # staff and auditor, not curator
     assert 'href="/audit/answers/">Audit</a>' in auditor and 'href="/audit/log/">Change log</a>' in auditor
     assert 'href="/admin/">Admin</a>' in auditor and ">Curation</a>" not in auditor
     admin = nav(cast.client("admin"))
-    for shown in ("Curation", "Audit", "Change log", "Admin", "Ingest"):
+    for shown in ("Curation", "Audit", "Change log", "Admin"):
         assert f">{shown}</a>" in admin
+    assert ">Ingest</a>" not in admin  # uploads and jobs live under Curation
 
 
 # --- the API and the search page hand the retrieval the asker's scope ---------------------------------
@@ -151,7 +155,10 @@ def test_an_admin_asks_over_every_collection(cast: Cast, asked: list[Any]) -> No
 
 @pytest.fixture
 def jobs(cast: Cast) -> dict[str, IngestJob]:
-    """A finished job per collection (a finished job lists its files' paths and document ids)."""
+    """A finished job per collection (a finished job lists its files' paths and document ids); the
+    cast are curators too here, so the curation jobs pages differ between them by collections only."""
+    for user in (cast.owner, cast.member, cast.outsider):
+        role_set(username=user.username, role=CURATOR)
     made = {}
     for name, path, text, document_id in (
         (PRIVATE, SECRET_PATH, SECRET_TEXT, SECRET_ID),
@@ -173,45 +180,75 @@ def same_page(first: bytes, second: bytes) -> bool:
 
 
 def listed_jobs(client: Client) -> set[str]:
-    return set(re.findall(r'href="/ingest/jobs/([0-9a-f-]{36})/"', client.get("/ingest/").content.decode()))
+    return set(re.findall(r'href="/curation/jobs/([0-9a-f-]{36})/"', client.get("/curation/jobs/").content.decode()))
 
 
 @pytest.mark.parametrize("persona", INSIDERS)
 def test_insiders_see_the_vaults_job(cast: Cast, jobs: dict[str, IngestJob], persona: str) -> None:
     client = cast.client(persona)
     assert listed_jobs(client) == {str(job.id) for job in jobs.values()}
-    page = client.get(f"/ingest/jobs/{jobs[PRIVATE].id}/")
+    page = client.get(f"/curation/jobs/{jobs[PRIVATE].id}/")
     assert page.status_code == 200 and SECRET_PATH in page.content.decode()
 
 
 def test_the_outsider_sees_only_the_commons_job(cast: Cast, jobs: dict[str, IngestJob]) -> None:
     client = cast.client("outsider")
     assert listed_jobs(client) == {str(jobs[PUBLIC].id)}
-    assert client.get(f"/ingest/jobs/{jobs[PUBLIC].id}/").status_code == 200
-    hidden = client.get(f"/ingest/jobs/{jobs[PRIVATE].id}/")
-    missing = client.get("/ingest/jobs/00000000-0000-0000-0000-000000000000/")
+    assert client.get(f"/curation/jobs/{jobs[PUBLIC].id}/").status_code == 200
+    hidden = client.get(f"/curation/jobs/{jobs[PRIVATE].id}/")
+    missing = client.get("/curation/jobs/00000000-0000-0000-0000-000000000000/")
     assert hidden.status_code == missing.status_code == 404
     assert same_page(hidden.content, missing.content)
-    assert not secret_traces(client.get("/ingest/").content.decode())
+    assert not secret_traces(client.get("/curation/jobs/").content.decode())
+    assert not secret_traces(client.get("/curation/documents/").content.decode())
 
 
 def test_the_visitor_is_sent_to_log_in(cast: Cast, jobs: dict[str, IngestJob]) -> None:
-    response = cast.client("visitor").get(f"/ingest/jobs/{jobs[PRIVATE].id}/")
+    response = cast.client("visitor").get(f"/curation/jobs/{jobs[PRIVATE].id}/")
     assert response.status_code == 302 and "login" in response["Location"]
+
+
+def test_the_former_ingest_pages_redirect_to_curation(cast: Cast, jobs: dict[str, IngestJob]) -> None:
+    client = cast.client("outsider")
+    assert client.get("/ingest/")["Location"] == "/curation/documents/"
+    moved = client.get(f"/ingest/jobs/{jobs[PRIVATE].id}/")
+    assert moved.status_code == 302 and moved["Location"] == f"/curation/jobs/{jobs[PRIVATE].id}/"
+    assert client.get(moved["Location"]).status_code == 404  # the page it leads to checks access
+    assert client.post("/ingest/").status_code == 405  # an upload is never dropped on the way
+
+
+def test_the_upload_picker_lists_only_readable_collections(cast: Cast, jobs: dict[str, IngestJob]) -> None:
+    def options(persona: str) -> list[str]:
+        page = cast.client(persona).get("/curation/documents/").content.decode()
+        picker = page[
+            page.index('id="upload_collection"') : page.index("</select>", page.index('id="upload_collection"'))
+        ]
+        return re.findall(r'<option value="([^"]*)"', picker)
+
+    assert options("outsider") == ["", PUBLIC]
+    assert options("member") == ["", PUBLIC, PRIVATE]
 
 
 def test_uploads_go_into_new_or_readable_collections(cast: Cast, jobs: dict[str, IngestJob]) -> None:
     from django.core.files.uploadedfile import SimpleUploadedFile
 
     client = cast.client("outsider")
-    refused = client.post("/ingest/", {"files": [SimpleUploadedFile("x.txt", b"x")], "collection": PRIVATE})
-    assert refused.status_code == 400 and "You cannot add files to the collection" in refused.content.decode()
+    refused = client.post(UPLOAD, {"files": [SimpleUploadedFile("x.txt", b"x")], "collection": PRIVATE})
+    assert refused.status_code == 400 and "is not available to you" in refused.content.decode()
     assert IngestJob.objects.count() == 2
-    created = client.post("/ingest/", {"files": [SimpleUploadedFile("x.txt", b"x")], "collection": "field-notes"})
+    created = client.post(UPLOAD, {"files": [SimpleUploadedFile("x.txt", b"x")], "collection": "field-notes"})
     assert created.status_code == 302
     job = IngestJob.objects.get(collection="field-notes")
-    assert client.get(f"/ingest/jobs/{job.id}/").status_code == 200  # the uploader owns the new collection
-    bad = client.post("/ingest/", {"files": [SimpleUploadedFile("x.txt", b"x")], "collection": "a/b"})
+    assert client.get(f"/curation/jobs/{job.id}/").status_code == 200  # the uploader owns the new collection
+    named = client.post(
+        UPLOAD, {"files": [SimpleUploadedFile("y.txt", b"y")], "collection": "", "new_collection": "log"}
+    )
+    assert named.status_code == 302 and IngestJob.objects.filter(collection="log").exists()
+    unnamed = client.post(
+        UPLOAD, {"files": [SimpleUploadedFile("y.txt", b"y")], "collection": "", "new_collection": ""}
+    )
+    assert unnamed.status_code == 400 and "Pick a collection, or name a new one." in unnamed.content.decode()
+    bad = client.post(UPLOAD, {"files": [SimpleUploadedFile("x.txt", b"x")], "collection": "a/b"})
     assert bad.status_code == 400 and "cannot contain" in bad.content.decode()
 
 

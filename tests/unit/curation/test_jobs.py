@@ -93,7 +93,7 @@ def test_an_upload_into_an_unreadable_collection_is_refused(curator: Client, lab
         "/curation/documents/upload/", {"files": [SimpleUploadedFile("a.txt", b"Ada")], "collection": "secret"}
     )
     assert response.status_code == 400
-    assert "You cannot add files to the collection “secret”" in response.content.decode()
+    assert "The collection name “secret” is not available to you" in response.content.decode()
 
 
 def test_an_upload_without_files_is_a_400(curator: Client) -> None:

@@ -117,7 +117,7 @@ def test_a_submit_creates_the_job_owned_and_logged_by_the_uploader(settings: Set
 @pytest.mark.django_db
 def test_a_collection_the_uploader_cannot_read_is_refused() -> None:
     Collection.objects.create(name="secret", owner=User.objects.create_user("owner"))
-    with pytest.raises(UploadRefused, match="You cannot add files to the collection “secret”"):
+    with pytest.raises(UploadRefused, match="The collection name “secret” is not available to you"):
         uploads_submit(
             user=User.objects.create_user("ulla"), collection="secret", files=[SimpleUploadedFile("a.txt", b"x")]
         )
@@ -125,9 +125,9 @@ def test_a_collection_the_uploader_cannot_read_is_refused() -> None:
 
 
 @pytest.mark.django_db
-def test_the_ingest_page_refuses_a_bad_type_with_a_400(admin_client: Client) -> None:
+def test_the_upload_refuses_a_bad_type_with_a_400(admin_client: Client) -> None:
     response = admin_client.post(
-        "/ingest/",
+        "/curation/documents/upload/",
         {"files": [SimpleUploadedFile("a.txt", b"fine"), SimpleUploadedFile("run.exe", b"MZ")], "collection": "kept"},
     )
     content = response.content.decode()
@@ -138,9 +138,11 @@ def test_the_ingest_page_refuses_a_bad_type_with_a_400(admin_client: Client) -> 
 
 
 @pytest.mark.django_db
-def test_the_ingest_page_refuses_a_file_over_the_limit(admin_client: Client, settings: SettingsWrapper) -> None:
+def test_the_upload_refuses_a_file_over_the_limit(admin_client: Client, settings: SettingsWrapper) -> None:
     settings.UPLOAD_MAX_BYTES = 10
-    response = admin_client.post("/ingest/", {"files": [SimpleUploadedFile("a.txt", b"x" * 11)], "collection": "c"})
+    response = admin_client.post(
+        "/curation/documents/upload/", {"files": [SimpleUploadedFile("a.txt", b"x" * 11)], "collection": "c"}
+    )
     assert response.status_code == 400
     assert "a.txt: the file is" in response.content.decode()
     assert not IngestJob.objects.exists()

@@ -16,6 +16,8 @@ from django.contrib.auth.models import User
 from django.test import Client
 from pytest_django.fixtures import Settings
 
+from apps.accounts.roles import CURATOR
+from apps.accounts.services import role_set
 from apps.ingest.models import IngestJob
 from apps.ingest.parsing import parse_upload
 from apps.ingest.types import CORRUPT_FILE, TOO_LARGE, TOO_MANY_MEMBERS, UNSAFE_ARCHIVE_PATH, IngestError, Limits
@@ -49,8 +51,11 @@ def tree(root: Path) -> set[str]:
 
 @pytest.fixture
 def staff(db: None) -> Client:
+    """A curator: uploads go through Curation → Documents."""
     client = Client()
-    client.force_login(User.objects.create_user("uploader", is_staff=True))
+    user = User.objects.create_user("uploader")
+    role_set(username=user.username, role=CURATOR)
+    client.force_login(user)
     return client
 
 
@@ -62,7 +67,7 @@ def test_a_hostile_file_name_stays_inside_the_upload_folder(
     settings.UPLOAD_DIR = uploads
     monkeypatch.chdir(tmp_path / "srv" if (tmp_path / "srv").exists() else tmp_path)
     body = multipart([(name, b"harmless text")])
-    response = staff.post("/ingest/", body, content_type=f"multipart/form-data; boundary={BOUNDARY}")
+    response = staff.post("/curation/documents/upload/", body, content_type=f"multipart/form-data; boundary={BOUNDARY}")
     outside = {p for p in tree(tmp_path) if not p.startswith("srv/uploads") and p not in ("srv",)}
     assert outside == set()
     if response.status_code == 302:

@@ -33,7 +33,7 @@ class Command(BaseCommand):
         self.stdout.write(f"loading the demo corpus: {len(files)} files from {data_dir}")
         job = job_create(collection="demo", uploads=files, public=True)
         if not options["wait"]:
-            self.stdout.write(f"job {job.id} queued; follow it at /ingest/jobs/{job.id}/")
+            self.stdout.write(f"job {job.id} queued; follow it at /curation/jobs/{job.id}/")
             return
         job = job_wait(job_id=str(job.id), timeout=3600, on_progress=progress_bar)
         self.stdout.write(
