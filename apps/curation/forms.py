@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from django import forms
+from django.core.validators import MaxLengthValidator
 
 from apps.curation.pages import STATUSES, DocumentFilters, RelationFilters
 from apps.curation.services import MAX_NAME, MAX_PREDICATE
@@ -161,7 +162,9 @@ class UploadForm(forms.Form):
     files = MultipleFileField(  # type: ignore[assignment]
         label="Files (text, Markdown, HTML, PDF, images, CSV/TSV/XLSX, zip)"
     )
-    collection = forms.CharField(max_length=100, required=False, label="Collection", widget=forms.Select)
+    collection = forms.CharField(  # a picker: the length is checked, not put on the <select>
+        required=False, label="Collection", widget=forms.Select, validators=[MaxLengthValidator(100)]
+    )
     new_collection = forms.CharField(
         max_length=100, required=False, label="New collection name", help_text="used when the collection is “new”"
     )

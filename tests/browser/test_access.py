@@ -89,6 +89,6 @@ def test_a_curator_without_a_grant_cannot_open_its_ingestion_job(
     expect(page.locator("h1")).to_have_text("Ingestion jobs")
     expect(page.locator("main")).not_to_contain_text(corpus.collection)
     page.goto("/curation/documents/")
-    picker = page.get_by_label("Collection", exact=True)
+    picker = page.get_by_role("region", name="Upload").get_by_label("Collection", exact=True)
     expect(picker.locator("option").first).to_have_text("a new collection…")
     assert corpus.collection not in picker.locator("option").all_inner_texts()

@@ -32,7 +32,9 @@ def test_an_upload_becomes_a_job_whose_page_follows_it_until_done(
     page.get_by_role("main").get_by_role("link", name="Documents", exact=True).first.click()
     expect(page.locator("h1")).to_have_text("Documents")
     page.get_by_label(re.compile(r"^Files")).set_input_files(document)
-    page.get_by_label("Collection", exact=True).select_option(label="a new collection…")
+    page.get_by_role("region", name="Upload").get_by_label("Collection", exact=True).select_option(
+        label="a new collection…"
+    )
     page.get_by_label("New collection name").fill(collection)
     page.get_by_role("button", name="Upload and ingest").click()
 
@@ -59,4 +61,10 @@ def test_an_upload_becomes_a_job_whose_page_follows_it_until_done(
 
     # The new collection is the uploader's now: the picker offers it for the next upload.
     page.goto("/curation/documents/")
-    assert collection in page.get_by_label("Collection", exact=True).locator("option").all_inner_texts()
+    assert (
+        collection
+        in page.get_by_role("region", name="Upload")
+        .get_by_label("Collection", exact=True)
+        .locator("option")
+        .all_inner_texts()
+    )
