@@ -21,6 +21,8 @@ from django.conf import settings
 from playwright.sync_api import Browser, ViewportSize, sync_playwright
 
 from tests.browser.support import (
+    CLOTH_COLOUR,
+    CLOTH_NAME,
     JOURNAL,
     MUSEUM,
     PHOTO_NAME,
@@ -121,7 +123,8 @@ def corpus(live_services: None, tmp_path_factory: pytest.TempPathFactory) -> Cor
     """Small documents, ingested by the real worker into a private collection no earlier run used:
     the journal and its society (asked about), where the journal is printed (a chain of names for the graph
     explorer), the museum's two names (merged by the curator), field notes with a word new in this
-    run (which the outsider must never see), and a table, a picture and a PDF (the document viewer)."""
+    run (which the outsider must never see), a table, two pictures and a PDF (the document viewer, image
+    search)."""
     folder = tmp_path_factory.mktemp("moss")
     code = f"zq{uuid.uuid4().hex[:10]}"
     texts = {
@@ -133,7 +136,12 @@ def corpus(live_services: None, tmp_path_factory: pytest.TempPathFactory) -> Cor
     }
     for name, text in texts.items():
         (folder / name).write_text(text)
-    others = {TABLE_NAME: TABLE.encode(), PHOTO_NAME: photo(), SURVEY_NAME: text_pdf(SURVEY_PAGES)}
+    others = {
+        TABLE_NAME: TABLE.encode(),
+        PHOTO_NAME: photo(),
+        CLOTH_NAME: photo(CLOTH_COLOUR),
+        SURVEY_NAME: text_pdf(SURVEY_PAGES),
+    }
     for name, data in others.items():
         (folder / name).write_bytes(data)
     collection = f"moss-{uuid.uuid4().hex[:8]}"

@@ -30,18 +30,22 @@ KEPT, DROPPED = "National Museum of Wales", "National Museum Wales"
 # neighbour of its own (where it is printed) that no sentence names together with the society.
 PRINTER = "The Journal of Moss Studies was printed in Aberystwyth."
 
-# Documents of other kinds, for the document viewer: a table, a picture and a two-page PDF.
+# Documents of other kinds, for the document viewer: a table, two pictures and a two-page PDF.
 TABLE_NAME = "species.csv"
 TABLE = "species,site,count\nSphagnum,Tregaron,12\nPolytrichum,Borth,7\nHypnum,Aberystwyth,3\n"
 PHOTO_NAME = "moss-photo.png"
+# A red picture under a long name: far from "a green picture of moss" (behind "show more"), and a
+# name that must wrap rather than widen the page.
+CLOTH_NAME = "red-velvet-cloth-from-the-herbarium-store-room-photographed-for-the-survey.png"
+CLOTH_COLOUR = (200, 40, 40)
 SURVEY_NAME = "survey.pdf"
 SURVEY_PAGES = ["Mosses of Borth bog were counted in May", "Mosses of Tregaron bog were counted in June"]
 
 
-def photo() -> bytes:
-    """A small green picture (PNG)."""
+def photo(colour: tuple[int, int, int] = (40, 140, 60)) -> bytes:
+    """A small picture of one colour (PNG), green unless told."""
     out = io.BytesIO()
-    Image.new("RGB", (120, 90), (40, 140, 60)).save(out, format="PNG")
+    Image.new("RGB", (120, 90), colour).save(out, format="PNG")
     return out.getvalue()
 
 

@@ -1,14 +1,17 @@
 """The search page's helpers in a real browser against the running stack: the collection picker lists
 what the reader may read (the outsider never sees the private corpus's collection), an example
 question is asked with one click, a pasted question over the limit is refused with its length and
-stays whole in the field, and a thumbs down with a note is saved and listed for curators."""
+stays whole in the field, a thumbs down with a note is saved and listed for curators, and image search
+shows the close images first with the rest behind "show more"."""
 
 from __future__ import annotations
+
+import re
 
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser.support import Browsing, Corpus, Persona
+from tests.browser.support import CLOTH_NAME, PHOTO_NAME, Browsing, Corpus, Persona
 from tests.browser.test_search import ask, evidence_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.browser]
@@ -104,3 +107,32 @@ def test_a_follow_up_keeps_the_previous_question_as_context(
         "Who founded the Bryological Society of Wales? When was it founded?"
     )
     expect(page.locator("ol.sources")).to_contain_text("society")
+
+
+def test_image_search_shows_the_close_images_and_the_rest_behind_show_more(
+    browsing: Browsing, auditor: Persona, corpus: Corpus
+) -> None:
+    page = browsing.page
+    browsing.login(auditor)
+    page.goto("/")
+    page.get_by_label("Question").fill("a green picture of moss")
+    page.get_by_label("Collection").select_option(corpus.collection)
+    page.get_by_label("Images").check()
+    page.get_by_role("button", name="Ask").click()
+    results = page.locator("section.image-results")
+    first = results.locator(":scope > ul.image-grid > li")
+    expect(first).to_have_count(1)
+    expect(first).to_contain_text(PHOTO_NAME)
+    more = results.locator("details.more-images")
+    expect(more.locator("summary")).to_have_text(re.compile(r"^Show \d+ more images? \(lower scores\)$"))
+    cloth = more.locator("li", has_text=re.compile("red-velvet-cloth"))
+    expect(cloth).to_be_hidden()  # one click away, not shown after the good one
+    more.locator("summary").click()
+    expect(cloth).to_be_visible()
+    # The long file name wraps inside its grid cell instead of widening the page.
+    name = cloth.locator("a.open-document")
+    expect(name).to_contain_text(CLOTH_NAME)
+    cell, link = cloth.bounding_box(), name.bounding_box()
+    assert cell and link and link["x"] + link["width"] <= cell["x"] + cell["width"] + 1, (cell, link)
+    assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+    browsing.shot("image-search-more")
