@@ -20,7 +20,7 @@ help:
 	@echo "make test     run the whole test suite (lint, unit and integration, real services)"
 	@echo "make up       start Neo4j, Redis, the Celery worker and the web server in the background"
 	@echo "make down     stop exactly what 'make up' started"
-	@echo "make status | doctor | migrate | graph-schema | lint | format | bench-ingest | bench-vectors | bench-answers | bench-scale | bench-answer-quality | bench-not-found | bench-multihop | bench-quality | bench-encoders | bench-analysis | bench-attribution | bench-ledger | bench-load | attribution-calibrate"
+	@echo "make status | doctor | migrate | graph-schema | lint | format | bench-ingest | bench-vectors | bench-answers | bench-scale | bench-answer-quality | bench-not-found | bench-multihop | bench-quality | bench-encoders | bench-analysis | bench-attribution | bench-ledger | bench-load | bench-warm | attribution-calibrate"
 
 setup:
 	@RAGKG_VENV="$(VENV)" bash scripts/bootstrap.sh
@@ -197,3 +197,20 @@ bench-load: setup
 		&& env $(BENCH_LOAD_ENV) $(SERVICES) up celery web \
 		&& env $(BENCH_LOAD_ENV) $(PY) benchmarks/load_mix.py $(BENCH_ARGS); rc=$$?; \
 		env $(BENCH_LOAD_ENV) $(SERVICES) down; exit $$rc
+
+.PHONY: bench-warm
+# Warm-up at start (benchmarks/warm_start.py): the first questions after a web or worker restart with
+# RAGKG_WARM_UP on and off, side by side; a private stack under var/bench-warm, wiped first. About 10 minutes.
+BENCH_WARM_ENV := RAGKG_STATE_DIR=var/bench-warm DJANGO_DEBUG=0 DJANGO_SECRET_KEY=bench-warm-throwaway \
+	RAGKG_HTTPS=0 DATABASE_URL= NEO4J_URI=bolt://127.0.0.1:31687 NEO4J_PASSWORD=ragkg-bench-password \
+	REDIS_URL=redis://127.0.0.1:31379/0 CELERY_BROKER_URL= CELERY_RESULT_BACKEND= WEB_HOST=127.0.0.1 \
+	WEB_PORT=31000 CHAIN_RPC_URL=http://127.0.0.1:31545 LEDGER_ANCHOR_INTERVAL=0 \
+	RAGKG_MODEL_CACHE_DIR=var/bench-load-models RAGKG_MANAGED_SERVICES=neo4j,redis,celery,web
+
+bench-warm: setup
+	rm -rf var/bench-warm && mkdir -p var/bench-warm
+	env $(BENCH_WARM_ENV) $(SERVICES) up neo4j redis \
+		&& env $(BENCH_WARM_ENV) $(PY) manage.py migrate -v 0 \
+		&& env $(BENCH_WARM_ENV) $(SERVICES) up celery web \
+		&& env $(BENCH_WARM_ENV) $(PY) benchmarks/warm_start.py $(BENCH_ARGS); rc=$$?; \
+		env $(BENCH_WARM_ENV) $(SERVICES) down; exit $$rc

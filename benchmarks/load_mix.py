@@ -61,6 +61,8 @@ from apps.accounts.roles import AUDITOR, CURATOR
 from apps.accounts.services import collection_ensure
 from apps.answers.models import Answer
 from apps.core.admission import queue_depth
+from apps.graph.driver import get_driver
+from apps.graph.schema import graph_schema_apply
 from apps.ingest.corpora import hotpotqa_passages
 from apps.ingest.jobs import job_create, job_wait
 from apps.ingest.models import IngestJob
@@ -108,7 +110,9 @@ def user_ensure() -> User:
 
 
 def corpus_ensure(data_dir: Path, passages: int) -> dict[str, Any]:
-    """The first ``passages`` HotpotQA passages into a public collection, through the worker."""
+    """The first ``passages`` HotpotQA passages into a public collection, through the worker (the
+    graph's schema applied first: the stack is fresh)."""
+    graph_schema_apply(driver=get_driver())
     files = [item for _, item in zip(range(passages), hotpotqa_passages(data_dir), strict=False)]
     collection_ensure(name=COLLECTION, public=True)
     started = time.perf_counter()

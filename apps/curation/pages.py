@@ -15,6 +15,7 @@ from neo4j import Driver
 
 from apps.accounts.access import covers
 from apps.answers.models import Feedback
+from apps.documents.templatetags.viewer import viewer_url
 from apps.graph import cypher
 from apps.ingest.models import Document
 from apps.ledger.models import ChangeEntry
@@ -141,6 +142,19 @@ def relation_evidence(row: Any) -> str:
     return sentence if len(sentence) <= EVIDENCE_CHARS else sentence[: EVIDENCE_CHARS - 1] + "…"
 
 
+def relation_row(row: Any) -> dict[str, Any]:
+    """A relation row with its evidence sentence (``evidence``) and the viewer's address of it
+    (``evidence_url``, opened at the sentence; empty when no readable sentence holds both ends)."""
+    found = dict(row)
+    found["evidence"] = relation_evidence(found)
+    start, end = found.get("evidence_start"), found.get("evidence_end")
+    span = (start, end) if isinstance(start, int) and isinstance(end, int) else None
+    document_id = str(found.get("evidence_document_id") or "")
+    unit = str(found.get("evidence_unit") or "")
+    found["evidence_url"] = viewer_url(document_id, unit, span) if document_id and found["evidence"] else ""
+    return found
+
+
 def entity_page(*, driver: Driver, entity_id: str, collections: Collections) -> dict[str, Any] | None:
     """An entity with its readable mentions (a few snippets), documents and relations; None when
     it does not exist, or no unit the reader can read mentions it."""
@@ -154,7 +168,7 @@ def entity_page(*, driver: Driver, entity_id: str, collections: Collections) -> 
         for r in _query(driver, cypher.CURATION_ENTITY_SNIPPETS, id=entity_id, collections=readable, limit=SNIPPETS)
     ]
     relations = [
-        {**dict(r), "evidence": relation_evidence(r)}
+        relation_row(r)
         for r in _query(driver, cypher.CURATION_ENTITY_RELATIONS, id=entity_id, collections=readable, limit=RELATIONS)
     ]
     return {
@@ -235,7 +249,7 @@ class RelationFilters:
 def relations_page(
     *, driver: Driver, filters: RelationFilters, collections: Collections, page: int, size: int = PAGE_SIZE
 ) -> Listing:
-    return _listing(
+    listing = _listing(
         driver,
         cypher.CURATION_RELATIONS_PAGE,
         page=page,
@@ -245,6 +259,8 @@ def relations_page(
         entity=filters.entity,
         collections=_readable(collections),
     )
+    listing.rows[:] = [relation_row(row) for row in listing.rows]
+    return listing
 
 
 def predicates(*, driver: Driver) -> list[str]:

@@ -838,13 +838,18 @@ CALL (e, r, other) {
   MATCH (u)-[m1:MENTIONS]->(e)
   MATCH (u)-[m2:MENTIONS]->(other)
   WHERE m2.sentence = m1.sentence
+  OPTIONAL MATCH (d:Document {id: u.document_id})
   RETURN u.text AS evidence_text, u.sentence_starts[m1.sentence] AS evidence_start,
-         u.sentence_ends[m1.sentence] AS evidence_end
+         u.sentence_ends[m1.sentence] AS evidence_end, u.id AS evidence_unit, u.document_id AS evidence_document_id,
+         coalesce(d.collection + '/' + d.path, d.title) AS evidence_document
   LIMIT 1
 }
 RETURN startNode(r).id AS source, r.predicate AS predicate, endNode(r).id AS target,
        startNode(r) = e AS outgoing, coalesce(r.status, 'proposed') AS status, coalesce(r.weight, 0) AS weight,
-       other {.id, .name, .type} AS other, co_occurrence, evidence_text, evidence_start, evidence_end
+       other {.id, .name, .type} AS other, co_occurrence, evidence_text, evidence_start, evidence_end,
+       evidence_unit, evidence_document_id, evidence_document,
+       COUNT { MATCH (d:Document) WHERE d.id IN coalesce(r.documents, [])
+               AND ($collections IS NULL OR d.collection IN $collections) } AS documents
 """
 
 # The readable documents that mention the entity, with how many mentions each holds.
@@ -918,7 +923,9 @@ RETURN startNode(r).id AS source, r.predicate AS predicate, endNode(r).id AS tar
        coalesce(r.status, 'proposed') AS status, all(x IN r.evidence WHERE x IN units) AS moved
 """
 
-# One page of relations passing the filters (empty strings filter nothing), strongest first.
+# One page of relations passing the filters (empty strings filter nothing), strongest first, each with
+# one evidence sentence the reader can read (where both ends are mentioned), the document it is in, and
+# how many readable documents support the relation.
 CURATION_RELATIONS_PAGE = """
 MATCH (a:Entity)-[r:RELATED]->(b:Entity)
 WHERE ($status = '' OR coalesce(r.status, 'proposed') = $status)
@@ -928,10 +935,41 @@ WHERE ($status = '' OR coalesce(r.status, 'proposed') = $status)
   AND ($collections IS NULL
        OR EXISTS { MATCH (d:Document) WHERE d.id IN r.documents AND d.collection IN $collections })
 WITH a, r, b ORDER BY coalesce(r.weight, 0) DESC, a.name, r.predicate, b.name
-WITH collect({source: a.id, source_name: a.name, source_type: a.type, predicate: r.predicate,
-              target: b.id, target_name: b.name, target_type: b.type,
-              status: coalesce(r.status, 'proposed'), weight: coalesce(r.weight, 0)}) AS rows
-RETURN size(rows) AS total, rows[$skip..$skip + $limit] AS rows
+WITH collect([a, r, b]) AS all
+CALL (all) {
+  UNWIND range(0, size(all[$skip..$skip + $limit]) - 1) AS i
+  WITH i, all[$skip + i][0] AS a, all[$skip + i][1] AS r, all[$skip + i][2] AS b
+  OPTIONAL CALL (a, r, b) {
+    UNWIND coalesce(r.evidence, [])[..5] AS unit_id
+    CALL (unit_id) {
+      MATCH (u:Chunk {id: unit_id}) RETURN u
+      UNION
+      MATCH (u:Row {id: unit_id}) RETURN u
+      UNION
+      MATCH (u:Image {id: unit_id}) RETURN u
+    }
+    WITH a, b, u WHERE $collections IS NULL OR u.collection IN $collections
+    MATCH (u)-[m1:MENTIONS]->(a)
+    MATCH (u)-[m2:MENTIONS]->(b)
+    WHERE m2.sentence = m1.sentence
+    OPTIONAL MATCH (d:Document {id: u.document_id})
+    RETURN u.text AS evidence_text, u.sentence_starts[m1.sentence] AS evidence_start,
+           u.sentence_ends[m1.sentence] AS evidence_end, u.id AS evidence_unit,
+           u.document_id AS evidence_document_id, coalesce(d.collection + '/' + d.path, d.title) AS evidence_document
+    LIMIT 1
+  }
+  WITH i, a, r, b, evidence_text, evidence_start, evidence_end, evidence_unit, evidence_document_id,
+       evidence_document ORDER BY i
+  RETURN collect({source: a.id, source_name: a.name, source_type: a.type, predicate: r.predicate,
+                  target: b.id, target_name: b.name, target_type: b.type,
+                  status: coalesce(r.status, 'proposed'), weight: coalesce(r.weight, 0),
+                  evidence_text: evidence_text, evidence_start: evidence_start, evidence_end: evidence_end,
+                  evidence_unit: evidence_unit, evidence_document_id: evidence_document_id,
+                  evidence_document: evidence_document,
+                  documents: COUNT { MATCH (d:Document) WHERE d.id IN coalesce(r.documents, [])
+                                     AND ($collections IS NULL OR d.collection IN $collections) }}) AS rows
+}
+RETURN size(all) AS total, rows
 """
 
 CURATION_PREDICATES = "MATCH ()-[r:RELATED]->() RETURN DISTINCT r.predicate AS predicate ORDER BY predicate LIMIT 500"

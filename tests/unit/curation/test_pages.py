@@ -725,3 +725,22 @@ def test_a_dismissed_pair_is_no_longer_suggested_until_restored(
     curator.post("/curation/entities/suggestions/restore/", {"first": ADA, "second": BABBAGE})
     assert not DismissedSuggestion.objects.exists()
     assert f'name="first" value="{BABBAGE}"' in curator.get("/curation/entities/suggestions/").content.decode()
+
+
+def test_a_relation_row_links_its_evidence_sentence_in_the_viewer() -> None:
+    document = "d" * 32
+    row = pages.relation_row(
+        {
+            "evidence_text": "Ada met Babbage. They wrote.",
+            "evidence_start": 0,
+            "evidence_end": 16,
+            "evidence_unit": "chunk-1",
+            "evidence_document_id": document,
+            "evidence_document": "lab/ada.txt",
+            "documents": 2,
+        }
+    )
+    assert row["evidence"] == "Ada met Babbage."
+    assert row["evidence_url"] == f"/documents/{document}/?unit=chunk-1&start=0&end=16#cited"
+    unreadable = pages.relation_row({"evidence_text": None, "evidence_document_id": None, "documents": 0})
+    assert (unreadable["evidence"], unreadable["evidence_url"]) == ("", "")
