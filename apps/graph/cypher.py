@@ -935,10 +935,10 @@ WHERE ($status = '' OR coalesce(r.status, 'proposed') = $status)
   AND ($collections IS NULL
        OR EXISTS { MATCH (d:Document) WHERE d.id IN r.documents AND d.collection IN $collections })
 WITH a, r, b ORDER BY coalesce(r.weight, 0) DESC, a.name, r.predicate, b.name
-WITH collect([a, r, b]) AS all
-CALL (all) {
-  UNWIND range(0, size(all[$skip..$skip + $limit]) - 1) AS i
-  WITH i, all[$skip + i][0] AS a, all[$skip + i][1] AS r, all[$skip + i][2] AS b
+WITH collect([a, r, b]) AS found
+CALL (found) {
+  UNWIND range(0, size(found[$skip..$skip + $limit]) - 1) AS i
+  WITH i, found[$skip + i][0] AS a, found[$skip + i][1] AS r, found[$skip + i][2] AS b
   OPTIONAL CALL (a, r, b) {
     UNWIND coalesce(r.evidence, [])[..5] AS unit_id
     CALL (unit_id) {
@@ -969,7 +969,7 @@ CALL (all) {
                   documents: COUNT { MATCH (d:Document) WHERE d.id IN coalesce(r.documents, [])
                                      AND ($collections IS NULL OR d.collection IN $collections) }}) AS rows
 }
-RETURN size(all) AS total, rows
+RETURN size(found) AS total, rows
 """
 
 CURATION_PREDICATES = "MATCH ()-[r:RELATED]->() RETURN DISTINCT r.predicate AS predicate ORDER BY predicate LIMIT 500"

@@ -68,7 +68,7 @@ def test_the_audit_page_names_entities_and_exact_attribution_can_be_followed_and
     page.get_by_role("link", name="audit page").click()
     expect(page).to_have_url(re.compile(r"/audit/answers/[0-9a-f-]{36}/$"))
 
-    paths = page.locator("figure.graph-path")
+    paths = page.locator("ol.paths li")
     expect(paths.first).to_be_visible()
     text = " ".join(paths.all_inner_texts())
     assert not RAW_ENTITY_ID.search(text), text
