@@ -43,8 +43,9 @@ from django.conf import settings
 
 from benchmarks.load_mix import corpus_ensure, load_averages, log, questions_from
 
-PASSAGES = 40
+PASSAGES = 60
 SETTINGS = ("1", "0")  # RAGKG_WARM_UP: on, off
+SETTLE_S = 15.0  # idle before each restart, so that one run's tail does not load the next
 
 
 def services(action: str, names: Sequence[str], env: dict[str, str] | None = None) -> None:
@@ -60,6 +61,7 @@ def services(action: str, names: Sequence[str], env: dict[str, str] | None = Non
 def restart(name: str, warm: str) -> float:
     """Stop ``name`` and start it with ``RAGKG_WARM_UP=warm``; the seconds until it answered."""
     services("down", [name])
+    time.sleep(SETTLE_S)
     started = time.perf_counter()
     services("up", [name], {"RAGKG_WARM_UP": warm})
     return round(time.perf_counter() - started, 1)
@@ -126,6 +128,8 @@ def table_print(report: dict[str, Any]) -> None:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--questions", type=int, default=6)
+    parser.add_argument("--repeats", type=int, default=2, help="runs per setting; the order alternates")
+    parser.add_argument("--settle", type=float, default=60.0, help="idle seconds after the corpus is in")
     parser.add_argument("--delays", type=float, nargs="+", default=[0.0, 30.0])
     parser.add_argument("--generation-delay", type=float, default=30.0)
     parser.add_argument("--skip-generation", action="store_true")
@@ -137,17 +141,19 @@ def main() -> int:
     load_start = load_averages()
     corpus = corpus_ensure(data_dir, PASSAGES)
     questions = questions_from(data_dir, PASSAGES)
+    time.sleep(args.settle)  # the worker's post-ingestion work ends before anything is timed
     url = f"http://{settings.WEB_HOST}:{settings.WEB_PORT}/api/ask"
     web: list[dict[str, Any]] = []
+    orders = [SETTINGS if repeat % 2 == 0 else SETTINGS[::-1] for repeat in range(args.repeats)]
     for delay in args.delays:
-        for warm in SETTINGS:
+        for warm in (warm for order in orders for warm in order):
             picked = questions[len(web) * args.questions :][: args.questions]  # fresh questions each run
             row = web_run(url, picked, warm=warm, delay=delay, timeout=args.timeout)
             log(f"web, warm-up {warm}, delay {delay:.0f} s: {row['ms']}")
             web.append(row)
     generation: list[dict[str, Any]] = []
     if not args.skip_generation:
-        for warm in SETTINGS:
+        for warm in (warm for order in orders for warm in order):
             picked = questions[-2 * (len(generation) + 1) :]
             row = generation_run(url, picked, warm=warm, delay=args.generation_delay, timeout=args.timeout)
             log(f"generation, warm-up {warm}: {row['ms']}")

@@ -20,6 +20,7 @@ from apps.answers.seeds import Search
 from apps.answers.services import GRAPH_DOWN, question_check
 from apps.answers.types import AnswerError
 from apps.graph import cypher
+from apps.graph.db import graph_read
 from apps.models.interfaces import ClipEmbedder, TextEmbedder
 from apps.vectors.errors import VectorIndexError
 
@@ -101,9 +102,7 @@ def images_search(
         space, nearest = _nearest(
             query=query, k=k, wanted=None if names is None else set(names), text=text, clip=clip, search=search
         )
-        records, _, _ = driver.execute_query(
-            cypher.ANSWER_UNITS, ids=[node for node, _ in nearest], collections=names, routing_="r"
-        )
+        records = graph_read(driver, cypher.ANSWER_UNITS, ids=[node for node, _ in nearest], collections=names)
     except VectorIndexError as exc:
         raise AnswerError(f"The image index cannot be used: {exc}", stage="vector_search") from exc
     except (ServiceUnavailable, SessionExpired, OSError) as exc:

@@ -18,6 +18,7 @@ from django.views.decorators.http import require_GET
 
 from apps.accounts.access import can_read
 from apps.graph import cypher
+from apps.graph.db import graph_read
 from apps.graph.driver import get_driver
 
 IMAGE_ID = re.compile(r"[0-9a-f]{32}")
@@ -39,7 +40,7 @@ def media_file(relative: str) -> Path:
 def image_file(request: HttpRequest, image_id: str, variant: str) -> FileResponse:
     if variant not in VARIANTS or not IMAGE_ID.fullmatch(image_id):
         raise Http404("no such image")
-    records, _, _ = get_driver().execute_query(cypher.IMAGE_FILES, id=image_id, routing_="r")
+    records = graph_read(get_driver(), cypher.IMAGE_FILES, id=image_id)
     if not records or not can_read(request.user, records[0]["collection"] or ""):
         raise Http404("no such image")
     path = media_file(records[0][VARIANTS[variant]] or "")

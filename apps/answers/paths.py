@@ -18,6 +18,7 @@ from neo4j import Driver
 from neo4j.exceptions import Neo4jError, ServiceUnavailable, SessionExpired
 
 from apps.graph import cypher
+from apps.graph.db import graph_read
 
 logger = logging.getLogger(__name__)
 
@@ -179,10 +180,8 @@ def path_names(
     if not ids:
         return {}, {}
     try:
-        rows, _, _ = driver.execute_query(cypher.PATH_NODES, ids=ids, collections=collections, routing_="r")
-        relations, _, _ = (
-            driver.execute_query(cypher.PATH_PREDICATES, pairs=pairs, routing_="r") if pairs else ([], None, None)
-        )
+        rows = graph_read(driver, cypher.PATH_NODES, ids=ids, collections=collections)
+        relations = graph_read(driver, cypher.PATH_PREDICATES, pairs=pairs) if pairs else []
     except (Neo4jError, ServiceUnavailable, SessionExpired, OSError) as exc:
         logger.warning("graph path names unavailable: %s", exc)
         return {}, {}

@@ -3,7 +3,8 @@ so that the first question a web process or generation worker handles is as fast
 
 Web processes (``ragkg.wsgi``) load the retrieval tools (text embedder, CLIP, reranker, tokenizer),
 run question analysis once (spaCy, language identification) and embed one query; generation worker
-processes (``ragkg.celery``, the node consuming the generation queue) load the generator. A failure is
+processes (``ragkg.celery``, the node consuming the generation queue) load the generator and generate
+two tokens with the answers' system prompt. A failure is
 logged and changes nothing: the model then loads on first use, as without warm-up. ``RAGKG_WARM_UP=0``
 turns it off.
 """
@@ -32,11 +33,17 @@ def warm_retrieval() -> None:
     tools.text.embed_queries([WARM_QUESTION])
 
 
+WARM_PROMPT = "Sources:\n[1] The Journal of Moss Studies is published by the Bryological Society.\n\nQuestion: Who?"
+
+
 def warm_generation() -> None:
-    """Load the generator (its weights, converted copy and tokenizer)."""
+    """Load the generator (its weights, converted copy and tokenizer) and generate two tokens with the
+    answers' system prompt: the first forward passes set up the CPU kernels and the system prompt's
+    cached prefix, which would otherwise cost the first question several seconds."""
+    from apps.answers.prompt import SYSTEM
     from apps.models.registry import generator
 
-    generator()
+    generator().generate(WARM_PROMPT, max_new_tokens=2, system=SYSTEM)
 
 
 def _run(name: str, warm: Callable[[], None]) -> None:

@@ -26,24 +26,12 @@ from apps.core.admission import queue_admit
 from apps.ingest.jobs import job_create
 from apps.ingest.models import IngestJob
 from apps.ingest.parsing import SUPPORTED_EXTENSIONS
+from apps.ingest.parsing.formats import FORMATS
 from apps.ingest.parsing.text import suffix_of
 
 User = AbstractBaseUser | AnonymousUser
 
 SNIFF_BYTES = 8192
-_ZIP = (b"PK\x03\x04", b"PK\x05\x06")
-_JPEG = (b"\xff\xd8\xff",)
-_SIGNATURES: dict[str, tuple[bytes, ...]] = {
-    ".pdf": (b"%PDF-",),
-    ".png": (b"\x89PNG\r\n\x1a\n",),
-    ".jpg": _JPEG,
-    ".jpeg": _JPEG,
-    ".gif": (b"GIF87a", b"GIF89a"),
-    ".zip": _ZIP,
-    ".xlsx": _ZIP,
-}
-_TEXT = frozenset({".txt", ".md", ".html", ".htm", ".csv", ".tsv"})
-_UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
 
 
 class UploadRefused(ValueError):
@@ -77,13 +65,7 @@ def content_type_check(*, name: str, head: bytes) -> None:
         raise UploadRefused(f"{name}: {kind} are not accepted; accepted: {', '.join(SUPPORTED_EXTENSIONS)}.")
     if not head:
         raise UploadRefused(f"{name}: the file is empty.")
-    if suffix == ".webp":
-        matches = head[:4] == b"RIFF" and head[8:12] == b"WEBP"
-    elif suffix in _TEXT:
-        matches = b"\x00" not in head or head.startswith(_UTF16_BOMS)
-    else:
-        matches = head.startswith(_SIGNATURES[suffix])
-    if not matches:
+    if not FORMATS[suffix].sniff(head):
         raise UploadRefused(f"{name}: the content is not a {suffix[1:].upper()} file (its first bytes do not match).")
 
 

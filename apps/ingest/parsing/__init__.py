@@ -7,53 +7,17 @@ Every problem with the input is raised as ``IngestError`` (codes in
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
-from apps.ingest.parsing.archive import ZIP_MIME, parse_zip
-from apps.ingest.parsing.html import HTML_MIME, parse_html
-from apps.ingest.parsing.images import parse_image
-from apps.ingest.parsing.pdf import PDF_MIME, parse_pdf
-from apps.ingest.parsing.tables import CSV_MIME, TSV_MIME, XLSX_MIME, parse_delimited, parse_xlsx
-from apps.ingest.parsing.text import parse_text, suffix_of
+from apps.ingest.parsing.archive import parse_zip
+from apps.ingest.parsing.formats import FORMATS, Parser
+from apps.ingest.parsing.text import suffix_of
 from apps.ingest.types import EMPTY_FILE, TOO_LARGE, UNSUPPORTED_TYPE, IngestError, Limits, ParsedDocument
 
 __all__ = ["MIME_TYPES", "SUPPORTED_EXTENSIONS", "is_supported", "parse_upload"]
 
-Parser = Callable[[str, bytes, Limits], ParsedDocument]
-
-_PARSERS: dict[str, Parser] = {
-    ".txt": parse_text,
-    ".md": parse_text,
-    ".html": parse_html,
-    ".htm": parse_html,
-    ".pdf": parse_pdf,
-    ".png": parse_image,
-    ".jpg": parse_image,
-    ".jpeg": parse_image,
-    ".webp": parse_image,
-    ".gif": parse_image,
-    ".csv": parse_delimited,
-    ".tsv": parse_delimited,
-    ".xlsx": parse_xlsx,
-}
-# The MIME type each extension is expected to have (an image's actual type wins).
-MIME_TYPES: dict[str, str] = {
-    ".txt": "text/plain",
-    ".md": "text/markdown",
-    ".html": HTML_MIME,
-    ".htm": HTML_MIME,
-    ".pdf": PDF_MIME,
-    ".png": "image/png",
-    ".jpg": "image/jpeg",
-    ".jpeg": "image/jpeg",
-    ".webp": "image/webp",
-    ".gif": "image/gif",
-    ".csv": CSV_MIME,
-    ".tsv": TSV_MIME,
-    ".xlsx": XLSX_MIME,
-    ".zip": ZIP_MIME,
-}
-SUPPORTED_EXTENSIONS: tuple[str, ...] = tuple(sorted(MIME_TYPES))
+# Derived from the one table of formats (apps/ingest/parsing/formats.py).
+_PARSERS: dict[str, Parser] = {ext: f.parser for ext, f in FORMATS.items() if f.parser is not None}
+MIME_TYPES: dict[str, str] = {ext: f.mime for ext, f in FORMATS.items()}
+SUPPORTED_EXTENSIONS: tuple[str, ...] = tuple(sorted(FORMATS))
 
 
 def is_supported(name: str) -> bool:

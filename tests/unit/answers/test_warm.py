@@ -49,3 +49,19 @@ def test_the_generation_worker_alone_warms_the_generator(monkeypatch: pytest.Mon
     app.warm_generator()
     assert started == ["generator"]
     app.note_generation_node(sender=None)
+
+
+def test_the_generation_warm_up_runs_the_answers_system_prompt_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    from apps.answers.prompt import SYSTEM
+    from apps.models import registry
+
+    calls: list[tuple[str, int, str | None]] = []
+
+    class Loaded:
+        def generate(self, prompt: str, *, max_new_tokens: int, system: str | None = None) -> str:
+            calls.append((prompt, max_new_tokens, system))
+            return "Gw"
+
+    monkeypatch.setattr(registry, "generator", lambda: Loaded())
+    warm.warm_generation()
+    assert calls == [(warm.WARM_PROMPT, 2, SYSTEM)]

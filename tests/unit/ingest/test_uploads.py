@@ -12,6 +12,8 @@ from pytest_django.fixtures import Settings as SettingsWrapper
 
 from apps.accounts.models import Collection
 from apps.ingest.models import IngestJob
+from apps.ingest.parsing import MIME_TYPES, SUPPORTED_EXTENSIONS
+from apps.ingest.parsing.formats import FORMATS
 from apps.ingest.uploads import UploadLimits, UploadRefused, content_type_check, uploads_check, uploads_submit
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 32
@@ -146,3 +148,13 @@ def test_the_upload_refuses_a_file_over_the_limit(admin_client: Client, settings
     assert response.status_code == 400
     assert "a.txt: the file is" in response.content.decode()
     assert not IngestJob.objects.exists()
+
+
+@pytest.mark.parametrize("extension", SUPPORTED_EXTENSIONS)
+def test_every_parsed_format_is_checked_by_its_first_bytes(extension: str) -> None:
+    """One table of formats: every extension parsing takes has a check, so junk is refused by name (never
+    a missing table entry, which would be a 500)."""
+    with pytest.raises(UploadRefused, match=f"the content is not a {extension[1:].upper()} file"):
+        content_type_check(name=f"junk{extension}", head=b"\x00\x01\x02junk" * 8)
+    assert FORMATS[extension].parser is not None or extension == ".zip"
+    assert MIME_TYPES[extension] == FORMATS[extension].mime
