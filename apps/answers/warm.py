@@ -1,8 +1,9 @@
 """Warm-up: load the models a process will answer with as soon as it starts, in a background thread,
 so that the first question a web process or generation worker handles is as fast as the rest.
 
-Web processes (``ragkg.wsgi``) load the retrieval tools (text embedder, CLIP, reranker, tokenizer),
-run question analysis once (spaCy, language identification) and embed one query; generation worker
+Web processes (``ragkg.wsgi``) run one retrieval (stages 1-6) of a fixed question over every collection:
+the retrieval tools (text embedder, CLIP, reranker, tokenizer, spaCy, language identification) load,
+the vector indexes are read and the graph is queried once; generation worker
 processes (``ragkg.celery``, the node consuming the generation queue) load the generator and generate
 two tokens with the answers' system prompt. A failure is
 logged and changes nothing: the model then loads on first use, as without warm-up. ``RAGKG_WARM_UP=0``
@@ -24,13 +25,20 @@ WARM_QUESTION = "Who founded the society that publishes the journal?"
 
 
 def warm_retrieval() -> None:
-    """Load what answering a question in this process needs, and use each part once."""
-    from apps.answers.analysis import query_analyse
-    from apps.answers.tools import default_tools
+    """Load what answering a question in this process needs, and use each part once: one retrieval
+    over every collection (its result is dropped) loads the models, the vector indexes and the graph
+    connections, and runs each stage's code and queries once."""
+    from apps.answers.scope import EVERY_COLLECTION
+    from apps.answers.services import answer_retrieve
+    from apps.answers.tools import default_tools, retrieval_params
+    from apps.answers.types import AnswerError
 
-    tools = default_tools()
-    query_analyse(question=WARM_QUESTION, tokenize=tools.tokenize, ner_model=tools.ner_model)
-    tools.text.embed_queries([WARM_QUESTION])
+    try:
+        answer_retrieve(
+            question=WARM_QUESTION, collections=EVERY_COLLECTION, tools=default_tools(), params=retrieval_params()
+        )
+    except AnswerError as exc:  # nothing indexed yet, or the graph away: what is loaded stays loaded
+        logger.info("warm-up retrieval stopped at %s: %s", exc.stage, exc)
 
 
 WARM_PROMPT = "Sources:\n[1] The Journal of Moss Studies is published by the Bryological Society.\n\nQuestion: Who?"

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from apps.models import packages
+from apps.models.chat import chat_messages
 from apps.models.devices import dtype_for, generator_precision, select_device
 from apps.models.packages import QWEN_05B_GGUF, QWEN_15B_GGUF, SplitGGUF, split_assemble
 
@@ -108,10 +109,8 @@ class HFGenerator:
         """Token ids (and attention mask) of the chat-formatted prompt, on the model's device."""
         from transformers import BatchEncoding
 
-        messages = [{"role": "system", "content": system}] if system else []
-        messages.append({"role": "user", "content": prompt})
         encoded = self._tokenizer.apply_chat_template(
-            messages, add_generation_prompt=True, return_tensors="pt", return_dict=True
+            chat_messages(prompt, system), add_generation_prompt=True, return_tensors="pt", return_dict=True
         )
         if not isinstance(encoded, BatchEncoding):
             raise TypeError(f"{self._name}: the chat template gave {type(encoded).__name__}, not token ids")

@@ -17,6 +17,7 @@ import numpy as np
 import numpy.typing as npt
 from transformers import PreTrainedTokenizerBase
 
+from apps.models.chat import chat_messages
 from apps.provenance.types import Attribution, TokenSpan, Unit
 from apps.provenance.units import unit_shown
 
@@ -39,9 +40,7 @@ class Layout:
 
 
 def _rendered(tokenizer: PreTrainedTokenizerBase, system: str, user: str) -> str:
-    messages = [{"role": "system", "content": system}] if system else []
-    messages.append({"role": "user", "content": user})
-    rendered = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+    rendered = tokenizer.apply_chat_template(chat_messages(user, system), add_generation_prompt=True, tokenize=False)
     if not isinstance(rendered, str):
         raise TypeError("the chat template did not render to text")
     return rendered

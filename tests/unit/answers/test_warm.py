@@ -4,6 +4,7 @@ process goes on (the model then loads on first use); RAGKG_WARM_UP=0 turns it of
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 import pytest
 from pytest_django.fixtures import Settings
@@ -65,3 +66,28 @@ def test_the_generation_warm_up_runs_the_answers_system_prompt_once(monkeypatch:
     monkeypatch.setattr(registry, "generator", lambda: Loaded())
     warm.warm_generation()
     assert calls == [(warm.WARM_PROMPT, 2, SYSTEM)]
+
+
+def test_the_retrieval_warm_up_runs_one_retrieval_over_every_collection(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    from apps.answers import services, tools
+    from apps.answers.scope import EVERY_COLLECTION
+    from apps.answers.types import AnswerError
+
+    asked: list[dict[str, Any]] = []
+    monkeypatch.setattr(tools, "default_tools", lambda: "tools")
+    monkeypatch.setattr(tools, "retrieval_params", lambda: "params")
+    monkeypatch.setattr(services, "answer_retrieve", lambda **kwargs: asked.append(kwargs))
+    warm.warm_retrieval()
+    assert asked == [
+        {"question": warm.WARM_QUESTION, "collections": EVERY_COLLECTION, "tools": "tools", "params": "params"}
+    ]
+
+    def empty(**_: Any) -> None:
+        raise AnswerError("The vector index cannot be used: no index yet", stage="vector_search")
+
+    monkeypatch.setattr(services, "answer_retrieve", empty)
+    with caplog.at_level(logging.INFO, logger="apps.answers.warm"):
+        warm.warm_retrieval()  # an empty graph stops it early, quietly
+    assert "warm-up retrieval stopped at vector_search" in caplog.text
