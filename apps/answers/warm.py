@@ -1,9 +1,9 @@
 """Warm-up: load the models a process will answer with as soon as it starts, in a background thread,
 so that the first question a web process or generation worker handles is as fast as the rest.
 
-Web processes (``ragkg.wsgi``) run one retrieval (stages 1-6) of a fixed question over every collection:
-the retrieval tools (text embedder, CLIP, reranker, tokenizer, spaCy, language identification) load,
-the vector indexes are read and the graph is queried once; generation worker
+Web processes (``ragkg.wsgi``) load the retrieval tools (text embedder, CLIP, reranker, tokenizer, spaCy,
+language identification), analyse and embed one question, read the vector indexes and open a graph
+connection; generation worker
 processes (``ragkg.celery``, the node consuming the generation queue) load the generator and generate
 two tokens with the answers' system prompt. A failure is
 logged and changes nothing: the model then loads on first use, as without warm-up. ``RAGKG_WARM_UP=0``
@@ -25,20 +25,27 @@ WARM_QUESTION = "Who founded the society that publishes the journal?"
 
 
 def warm_retrieval() -> None:
-    """Load what answering a question in this process needs, and use each part once: one retrieval
-    over every collection (its result is dropped) loads the models, the vector indexes and the graph
-    connections, and runs each stage's code and queries once."""
-    from apps.answers.scope import EVERY_COLLECTION
-    from apps.answers.services import answer_retrieve
-    from apps.answers.tools import default_tools, retrieval_params
-    from apps.answers.types import AnswerError
+    """Load what answering a question in this process needs, and use each part once: the models
+    (question analysis and one query embedded), the vector indexes read from disk, and one pooled
+    connection to the graph. No graph query of the answer path runs here: a read that starts while
+    ``graph_schema`` creates indexes can wait on it for good."""
+    from apps.answers.analysis import query_analyse
+    from apps.answers.tools import default_tools
+    from apps.graph import cypher
+    from apps.graph.db import graph_read
+    from apps.graph.driver import get_driver
+    from apps.vectors.errors import VectorIndexError
+    from apps.vectors.registry import vector_registry
 
-    try:
-        answer_retrieve(
-            question=WARM_QUESTION, collections=EVERY_COLLECTION, tools=default_tools(), params=retrieval_params()
-        )
-    except AnswerError as exc:  # nothing indexed yet, or the graph away: what is loaded stays loaded
-        logger.info("warm-up retrieval stopped at %s: %s", exc.stage, exc)
+    tools = default_tools()
+    query_analyse(question=WARM_QUESTION, tokenize=tools.tokenize, ner_model=tools.ner_model)
+    tools.text.embed_queries([WARM_QUESTION])
+    for space in ("text", "clip") if tools.clip is not None else ("text",):
+        try:
+            vector_registry().get(space)
+        except VectorIndexError as exc:  # nothing indexed yet: it loads on first use
+            logger.info("warm-up: the %s vectors are not loaded: %s", space, exc)
+    graph_read(get_driver(), cypher.PING)
 
 
 WARM_PROMPT = "Sources:\n[1] The Journal of Moss Studies is published by the Bryological Society.\n\nQuestion: Who?"

@@ -4,7 +4,6 @@ process goes on (the model then loads on first use); RAGKG_WARM_UP=0 turns it of
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 import pytest
 from pytest_django.fixtures import Settings
@@ -68,26 +67,33 @@ def test_the_generation_warm_up_runs_the_answers_system_prompt_once(monkeypatch:
     assert calls == [(warm.WARM_PROMPT, 2, SYSTEM)]
 
 
-def test_the_retrieval_warm_up_runs_one_retrieval_over_every_collection(
+def test_the_retrieval_warm_up_loads_models_vectors_and_a_graph_connection(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    from apps.answers import services, tools
-    from apps.answers.scope import EVERY_COLLECTION
-    from apps.answers.types import AnswerError
+    from types import SimpleNamespace
 
-    asked: list[dict[str, Any]] = []
-    monkeypatch.setattr(tools, "default_tools", lambda: "tools")
-    monkeypatch.setattr(tools, "retrieval_params", lambda: "params")
-    monkeypatch.setattr(services, "answer_retrieve", lambda **kwargs: asked.append(kwargs))
-    warm.warm_retrieval()
-    assert asked == [
-        {"question": warm.WARM_QUESTION, "collections": EVERY_COLLECTION, "tools": "tools", "params": "params"}
-    ]
+    from apps.answers import analysis, tools
+    from apps.graph import cypher, db, driver
+    from apps.vectors import registry
+    from apps.vectors.errors import VectorIndexError
 
-    def empty(**_: Any) -> None:
-        raise AnswerError("The vector index cannot be used: no index yet", stage="vector_search")
+    done: list[str] = []
 
-    monkeypatch.setattr(services, "answer_retrieve", empty)
+    class NoIndexYet:
+        def get(self, space: str) -> None:
+            done.append(f"vectors {space}")
+            raise VectorIndexError("no index yet")
+
+    text = SimpleNamespace(embed_queries=lambda questions: done.append(f"embed {questions[0]}"))
+    monkeypatch.setattr(
+        tools, "default_tools", lambda: SimpleNamespace(tokenize=None, ner_model=None, text=text, clip=None)
+    )
+    monkeypatch.setattr(analysis, "query_analyse", lambda **kwargs: done.append(f"analyse {kwargs['question']}"))
+    monkeypatch.setattr(registry, "vector_registry", NoIndexYet)
+    monkeypatch.setattr(driver, "get_driver", lambda: "driver")
+    monkeypatch.setattr(db, "graph_read", lambda d, statement: done.append(f"graph {d} {statement}"))
     with caplog.at_level(logging.INFO, logger="apps.answers.warm"):
-        warm.warm_retrieval()  # an empty graph stops it early, quietly
-    assert "warm-up retrieval stopped at vector_search" in caplog.text
+        warm.warm_retrieval()
+    question = warm.WARM_QUESTION
+    assert done == [f"analyse {question}", f"embed {question}", "vectors text", f"graph driver {cypher.PING}"]
+    assert "the text vectors are not loaded" in caplog.text  # an empty install warms the rest
