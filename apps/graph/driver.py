@@ -11,7 +11,7 @@ import threading
 from typing import Any
 
 from django.conf import settings
-from neo4j import READ_ACCESS, Driver, GraphDatabase
+from neo4j import READ_ACCESS, Driver, GraphDatabase, Query
 from neo4j.exceptions import ServiceUnavailable, SessionExpired
 
 logger = logging.getLogger(__name__)
@@ -71,11 +71,13 @@ def graph_read(driver: Driver, statement: str, **params: Any) -> list[dict[str, 
     transaction adds BEGIN and COMMIT (0.6 ms against 1.3 ms for ``RETURN 1`` here), and the rows are
     built from the records' values without ``Record.data()``'s deep copy. A read is idempotent, so a
     connection that went stale (Neo4j restarted since the pool opened it) is retried once on a fresh one.
+    A read that runs longer than ``NEO4J_READ_TIMEOUT`` seconds is ended by the server (a Neo4jError):
+    a question fails with a message instead of hanging (a read can wait on a schema change for good).
     """
     for attempt in (1, 2):
         try:
             with driver.session(database=settings.NEO4J_DATABASE, default_access_mode=READ_ACCESS) as session:
-                result = session.run(statement, params)
+                result = session.run(Query(statement, timeout=settings.NEO4J_READ_TIMEOUT), params)
                 keys = result.keys()
                 return [dict(zip(keys, record, strict=True)) for record in result]
         except (ServiceUnavailable, SessionExpired):
