@@ -73,8 +73,13 @@ def ask(url: str, question: str, *, generate: bool, timeout: float) -> dict[str,
     response = requests.post(url, json={"question": question, "generate": generate, "stream": False}, timeout=timeout)
     seconds = time.perf_counter() - started
     body = response.json() if response.headers.get("content-type", "").startswith("application/json") else {}
-    timings = body.get("timings") or body.get("latency") or {}
-    return {"status": response.status_code, "ms": round(seconds * 1000), "server": timings}
+    generation = body.get("generation") or {}
+    return {
+        "status": response.status_code,
+        "ms": round(seconds * 1000),
+        "server_ms": body.get("timings_ms") or {},
+        "first_token_ms": generation.get("first_token_ms"),
+    }
 
 
 def web_run(url: str, questions: Sequence[str], *, warm: str, delay: float, timeout: float) -> dict[str, Any]:
@@ -106,12 +111,13 @@ def generation_run(url: str, questions: Sequence[str], *, warm: str, delay: floa
         "worker_up_s": up,
         "statuses": [reply["status"] for reply in replies],
         "ms": [reply["ms"] for reply in replies],
+        "first_token_ms": [reply["first_token_ms"] for reply in replies],
         "load_average": list(os.getloadavg()),
     }
 
 
 def table_print(report: dict[str, Any]) -> None:
-    print(f"\n{'part':<11} {'warm-up':<8} {'delay s':>7} {'first ms':>9} {'later ms':>9}  all ms")
+    print(f"\n{'part':<11} {'warm-up':<8} {'delay s':>7} {'first ms':>9} {'later ms':>9}  all ms (first token ms)")
     for row in report["web"]:
         print(
             f"{'web':<11} {'on' if row['warm_up'] else 'off':<8} {row['arrival_delay_s']:>7.0f} "
@@ -120,7 +126,7 @@ def table_print(report: dict[str, Any]) -> None:
     for row in report["generation"]:
         print(
             f"{'generation':<11} {'on' if row['warm_up'] else 'off':<8} {row['arrival_delay_s']:>7.0f} "
-            f"{row['ms'][0]:>9} {row['ms'][-1]:>9}  {row['ms']}"
+            f"{row['ms'][0]:>9} {row['ms'][-1]:>9}  {row['ms']} ({row['first_token_ms']})"
         )
     print(f"load average at the end: {report['load_end']['loadavg_1_5_15']}")
 
@@ -133,6 +139,7 @@ def main() -> int:
     parser.add_argument("--delays", type=float, nargs="+", default=[0.0, 30.0])
     parser.add_argument("--generation-delay", type=float, default=30.0)
     parser.add_argument("--skip-generation", action="store_true")
+    parser.add_argument("--skip-web", action="store_true")
     parser.add_argument("--timeout", type=float, default=300.0)
     parser.add_argument("--out", default=str(BASE_DIR / "benchmarks/results/warm_start.json"))
     args = parser.parse_args()
@@ -145,7 +152,7 @@ def main() -> int:
     url = f"http://{settings.WEB_HOST}:{settings.WEB_PORT}/api/ask"
     web: list[dict[str, Any]] = []
     orders = [SETTINGS if repeat % 2 == 0 else SETTINGS[::-1] for repeat in range(args.repeats)]
-    for delay in args.delays:
+    for delay in [] if args.skip_web else args.delays:
         for warm in (warm for order in orders for warm in order):
             picked = questions[len(web) * args.questions :][: args.questions]  # fresh questions each run
             row = web_run(url, picked, warm=warm, delay=delay, timeout=args.timeout)
