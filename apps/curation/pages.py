@@ -8,7 +8,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from django.conf import settings
 from django.core.paginator import Page, Paginator
 from django.db.models import Q, QuerySet
 from neo4j import Driver
@@ -17,6 +16,7 @@ from apps.accounts.access import covers
 from apps.answers.models import Feedback
 from apps.documents.templatetags.viewer import viewer_url
 from apps.graph import cypher
+from apps.graph.db import graph_read
 from apps.ingest.models import Document
 from apps.ledger.models import ChangeEntry
 from apps.provenance.pages import answer_collections
@@ -29,11 +29,6 @@ RELEASED_SHOWN = 100
 STATUSES = ("proposed", "approved", "rejected")
 
 Collections = Sequence[str] | None
-
-
-def _query(driver: Driver, statement: str, **params: Any) -> list[Any]:
-    records, _, _ = driver.execute_query(statement, database_=settings.NEO4J_DATABASE, **params)
-    return list(records)
 
 
 def _readable(collections: Collections) -> list[str] | None:
@@ -85,7 +80,7 @@ class Listing:
 
 
 def _listing(driver: Driver, statement: str, *, page: int, size: int = PAGE_SIZE, **params: Any) -> Listing:
-    [record] = _query(driver, statement, skip=(page - 1) * size, limit=size, **params)
+    [record] = graph_read(driver, statement, skip=(page - 1) * size, limit=size, **params)
     return Listing(rows=[dict(row) for row in record["rows"]], total=int(record["total"]), number=page, size=size)
 
 
@@ -101,7 +96,9 @@ def entities_page(
     listing = _listing(driver, cypher.CURATION_ENTITIES_PAGE, page=page, size=size, **params)
     if listing.rows:
         ids = [row["id"] for row in listing.rows]
-        records = _query(driver, cypher.CURATION_ENTITY_DOCUMENT_COUNTS, ids=ids, collections=_readable(collections))
+        records = graph_read(
+            driver, cypher.CURATION_ENTITY_DOCUMENT_COUNTS, ids=ids, collections=_readable(collections)
+        )
         documents = {r["id"]: int(r["documents"]) for r in records}
         for row in listing.rows:
             row["documents"] = documents.get(row["id"], 0)
@@ -109,7 +106,7 @@ def entities_page(
 
 
 def entity_types(*, driver: Driver) -> list[str]:
-    return [str(r["type"]) for r in _query(driver, cypher.CURATION_ENTITY_TYPES) if r["type"]]
+    return [str(r["type"]) for r in graph_read(driver, cypher.CURATION_ENTITY_TYPES) if r["type"]]
 
 
 def snippet(text: str, start: int | None, end: int | None, context: int = SNIPPET_CONTEXT) -> dict[str, str]:
@@ -159,17 +156,19 @@ def entity_page(*, driver: Driver, entity_id: str, collections: Collections) -> 
     """An entity with its readable mentions (a few snippets), documents and relations; None when
     it does not exist, or no unit the reader can read mentions it."""
     readable = _readable(collections)
-    found = _query(driver, cypher.CURATION_ENTITY, id=entity_id, collections=readable)
+    found = graph_read(driver, cypher.CURATION_ENTITY, id=entity_id, collections=readable)
     if not found or (readable is not None and not found[0]["mentions"]):
         return None
     record = found[0]
     snippets = [
         {**dict(r), **snippet(str(r["text"]), r["start"], r["end"])}
-        for r in _query(driver, cypher.CURATION_ENTITY_SNIPPETS, id=entity_id, collections=readable, limit=SNIPPETS)
+        for r in graph_read(driver, cypher.CURATION_ENTITY_SNIPPETS, id=entity_id, collections=readable, limit=SNIPPETS)
     ]
     relations = [
         relation_row(r)
-        for r in _query(driver, cypher.CURATION_ENTITY_RELATIONS, id=entity_id, collections=readable, limit=RELATIONS)
+        for r in graph_read(
+            driver, cypher.CURATION_ENTITY_RELATIONS, id=entity_id, collections=readable, limit=RELATIONS
+        )
     ]
     return {
         "entity": dict(record["entity"]),
@@ -186,7 +185,7 @@ def entity_page(*, driver: Driver, entity_id: str, collections: Collections) -> 
 
 def entity_names(*, driver: Driver, entity_ids: Sequence[str]) -> dict[str, str]:
     """The names of these entities, by id (the missing ones left out)."""
-    return {str(r["id"]): str(r["name"]) for r in _query(driver, cypher.CURATION_NAMES_OF, ids=list(entity_ids))}
+    return {str(r["id"]): str(r["name"]) for r in graph_read(driver, cypher.CURATION_NAMES_OF, ids=list(entity_ids))}
 
 
 def merge_preview(*, driver: Driver, keep: str, drop: str, collections: Collections) -> dict[str, Any] | None:
@@ -215,7 +214,7 @@ def merge_preview(*, driver: Driver, keep: str, drop: str, collections: Collecti
 
 def split_preview(*, driver: Driver, entity_id: str, documents: Sequence[str]) -> dict[str, int]:
     """How many of the entity's mentions a split by ``documents`` moves, how many stay, of how many."""
-    rows = _query(driver, cypher.CURATION_SPLIT_COUNTS, id=entity_id, documents=list(documents))
+    rows = graph_read(driver, cypher.CURATION_SPLIT_COUNTS, id=entity_id, documents=list(documents))
     moving, total = (int(rows[0]["moving"]), int(rows[0]["total"])) if rows else (0, 0)
     return {"moving": moving, "staying": total - moving, "total": total}
 
@@ -224,13 +223,13 @@ def entity_hidden(*, driver: Driver, entity_id: str, collections: Collections) -
     """Whether the entity exists but no unit the reader can read mentions it."""
     if collections is None:
         return False
-    found = _query(driver, cypher.CURATION_ENTITY, id=entity_id, collections=list(collections))
+    found = graph_read(driver, cypher.CURATION_ENTITY, id=entity_id, collections=list(collections))
     return bool(found) and not found[0]["mentions"]
 
 
 def entity_documents(*, driver: Driver, entity_id: str, collections: Collections) -> list[dict[str, Any]]:
     """The readable documents that mention the entity, with their mention counts."""
-    records = _query(driver, cypher.CURATION_ENTITY_DOCUMENTS, id=entity_id, collections=_readable(collections))
+    records = graph_read(driver, cypher.CURATION_ENTITY_DOCUMENTS, id=entity_id, collections=_readable(collections))
     return [dict(r) for r in records]
 
 
@@ -264,13 +263,13 @@ def relations_page(
 
 
 def predicates(*, driver: Driver) -> list[str]:
-    return [str(r["predicate"]) for r in _query(driver, cypher.CURATION_PREDICATES) if r["predicate"]]
+    return [str(r["predicate"]) for r in graph_read(driver, cypher.CURATION_PREDICATES) if r["predicate"]]
 
 
 def relation_hidden(*, driver: Driver, source: str, predicate: str, target: str, collections: Collections) -> bool:
     """Whether the relation exists but no document the reader can read supports it."""
     params = {"source": source, "predicate": predicate, "target": target, "collections": _readable(collections)}
-    found = _query(driver, cypher.CURATION_RELATION_READABLE, **params)
+    found = graph_read(driver, cypher.CURATION_RELATION_READABLE, **params)
     return bool(found) and not found[0]["readable"]
 
 
@@ -311,9 +310,11 @@ def document_collections(collections: Collections) -> list[str]:
 def document_delete_preview(*, driver: Driver, document_id: str) -> dict[str, Any]:
     """What deleting the document removes from the graph: its units, and the entities and
     relations only it supports (read as ``document_delete`` writes it)."""
-    parts = _query(driver, cypher.CURATION_DOCUMENT_PARTS, document_id=document_id)
-    entities = _query(driver, cypher.CURATION_DOCUMENT_ENTITIES_RELEASED, document_id=document_id, limit=RELEASED_SHOWN)
-    relations = _query(driver, cypher.CURATION_DOCUMENT_RELATIONS_RELEASED, document_id=document_id)
+    parts = graph_read(driver, cypher.CURATION_DOCUMENT_PARTS, document_id=document_id)
+    entities = graph_read(
+        driver, cypher.CURATION_DOCUMENT_ENTITIES_RELEASED, document_id=document_id, limit=RELEASED_SHOWN
+    )
+    relations = graph_read(driver, cypher.CURATION_DOCUMENT_RELATIONS_RELEASED, document_id=document_id)
     counts = {key: int(value) for key, value in dict(parts[0]).items()} if parts else {}
     entity_row: dict[str, Any] = dict(entities[0]) if entities else {"mentioned": 0, "released": 0, "entities": []}
     relation_row: dict[str, Any] = dict(relations[0]) if relations else {"supported": 0, "released": 0}

@@ -13,12 +13,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from django.conf import settings
 from django.db import transaction
 from neo4j import Driver
 
 from apps.curation import undo
 from apps.graph import cypher
+from apps.graph.db import graph_read
 from apps.ingest.graph_build import content_id
 from apps.ledger.content import (
     Content,
@@ -80,11 +80,6 @@ def _commit_all(
     seqs = tuple(entry.seq for entry in entries)
     pending = GraphChange.objects.filter(entry_id__in=seqs, applied_at__isnull=True).exists()
     return Curated(seq=seqs[main], applied=not pending, entries=seqs, entity_id=entity_id)
-
-
-def _read(driver: Driver, statement: str, **params: Any) -> list[Any]:
-    records, _, _ = driver.execute_query(statement, database_=settings.NEO4J_DATABASE, **params)
-    return list(records)
 
 
 def _operation(cypher: str, **params: Any) -> dict[str, Any]:
@@ -225,7 +220,7 @@ def entity_alias_add(*, driver: Driver, entity_id: str, alias: str, actor: str) 
     before and after, the alias itself is in the entry's graph change."""
     before = _entity(driver, entity_id)
     alias = _clean_name(alias)
-    [names] = _read(driver, cypher.CURATION_ENTITY_NAMES, id=entity_id)
+    [names] = graph_read(driver, cypher.CURATION_ENTITY_NAMES, id=entity_id)
     if alias == names["name"] or alias in names["aliases"]:
         raise CurationError(f"{alias!r} is already a name of the entity")
     operation = _operation("ENTITY_ALIAS_ADD", id=entity_id, alias=alias)
@@ -239,7 +234,8 @@ def entity_alias_add(*, driver: Driver, entity_id: str, alias: str, actor: str) 
 def pair_order(*, driver: Driver, first: str, second: str) -> tuple[str, str]:
     """Which of two entities a pair merge keeps (more mentions; ``first`` on a tie): (keep, drop)."""
     counts = {
-        str(r["id"]): int(r["mentions"]) for r in _read(driver, cypher.CURATION_MENTION_COUNTS, ids=[first, second])
+        str(r["id"]): int(r["mentions"])
+        for r in graph_read(driver, cypher.CURATION_MENTION_COUNTS, ids=[first, second])
     }
     for entity_id in (first, second):
         if entity_id not in counts:
@@ -257,7 +253,7 @@ def _split_relation_changes(driver: Driver, entity_id: str, documents: list[str]
     """The logged relations a split takes all evidence from: they go, so their subjects end."""
     moved = [
         (str(r["source"]), str(r["predicate"]), str(r["target"]), str(r["status"]))
-        for r in _read(driver, cypher.CURATION_SPLIT_RELATIONS, id=entity_id, documents=documents)
+        for r in graph_read(driver, cypher.CURATION_SPLIT_RELATIONS, id=entity_id, documents=documents)
         if r["moved"]
     ]
     subjects = {relation_subject(source=s, predicate=p, target=t): (s, p, t, status) for s, p, t, status in moved}
@@ -282,7 +278,7 @@ def entity_split(*, driver: Driver, entity_id: str, document_ids: Sequence[str],
     documents = sorted({str(document) for document in document_ids if document})
     if not documents:
         raise CurationError("choose at least one document whose mentions move to the new entity")
-    [counts] = _read(driver, cypher.CURATION_SPLIT_COUNTS, id=entity_id, documents=documents)
+    [counts] = graph_read(driver, cypher.CURATION_SPLIT_COUNTS, id=entity_id, documents=documents)
     if not counts["moving"]:
         raise CurationError("the entity has no mentions in those documents")
     if counts["moving"] == counts["total"]:

@@ -8,11 +8,11 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 import neo4j.exceptions
-from django.conf import settings
 from django.utils import timezone
 from neo4j import Driver
 
 from apps.graph import cypher
+from apps.graph.db import graph_read, graph_write
 from apps.ledger.content import (
     Content,
     document_content,
@@ -40,11 +40,6 @@ OPERATIONS = {
 }
 
 
-def _query(driver: Driver, statement: str, **params: Any) -> list[Any]:
-    records, _, _ = driver.execute_query(statement, database_=settings.NEO4J_DATABASE, **params)
-    return list(records)
-
-
 def _units(pairs: Sequence[Sequence[Any]], *, hashed: bool) -> list[tuple[str, str]]:
     return [
         (str(unit_id), text_digest(value or "") if hashed else str(value or "")) for unit_id, value in pairs if unit_id
@@ -54,7 +49,7 @@ def _units(pairs: Sequence[Sequence[Any]], *, hashed: bool) -> list[tuple[str, s
 def document_contents(*, driver: Driver, document_ids: Sequence[str]) -> dict[str, Content]:
     """The content (as the log hashes it) of each of these documents the graph holds."""
     found: dict[str, Content] = {}
-    for record in _query(driver, cypher.DOCUMENT_CONTENTS, ids=list(document_ids)):
+    for record in graph_read(driver, cypher.DOCUMENT_CONTENTS, ids=list(document_ids)):
         units = [
             *_units(record["chunks"], hashed=True),
             *_units(record["rows"], hashed=True),
@@ -68,7 +63,7 @@ def document_contents(*, driver: Driver, document_ids: Sequence[str]) -> dict[st
 def document_ids(*, driver: Driver, page: int = 1000) -> Iterator[str]:
     after = ""
     while True:
-        ids = [str(record["id"]) for record in _query(driver, cypher.DOCUMENT_IDS_PAGE, after=after, limit=page)]
+        ids = [str(record["id"]) for record in graph_read(driver, cypher.DOCUMENT_IDS_PAGE, after=after, limit=page)]
         yield from ids
         if len(ids) < page:
             return
@@ -80,7 +75,7 @@ def entity_contents(*, driver: Driver, entity_ids: Sequence[str]) -> dict[str, C
         str(record["id"]): entity_content(
             entity_id=str(record["id"]), name=str(record["name"] or ""), type_=str(record["type"] or "")
         )
-        for record in _query(driver, cypher.ENTITIES_READ, ids=list(entity_ids))
+        for record in graph_read(driver, cypher.ENTITIES_READ, ids=list(entity_ids))
     }
 
 
@@ -90,7 +85,7 @@ RelationKey = tuple[str, str, str]  # source, predicate, target
 def relation_contents(*, driver: Driver, relations: Sequence[RelationKey]) -> dict[RelationKey, Content]:
     rows = [{"source": s, "predicate": p, "target": t} for s, p, t in relations]
     found: dict[RelationKey, Content] = {}
-    for record in _query(driver, cypher.RELATIONS_READ, rows=rows):
+    for record in graph_read(driver, cypher.RELATIONS_READ, rows=rows):
         key = (str(record["source"]), str(record["predicate"]), str(record["target"]))
         found[key] = relation_content(source=key[0], predicate=key[1], target=key[2], status=str(record["status"]))
     return found
@@ -103,7 +98,7 @@ def synonym_contents(*, driver: Driver, pairs: Sequence[tuple[str, str]]) -> dic
         (str(r["source"]), str(r["target"])): synonym_content(
             source=str(r["source"]), target=str(r["target"]), status=str(r["status"])
         )
-        for r in _query(driver, cypher.SYNONYMS_READ, rows=rows)
+        for r in graph_read(driver, cypher.SYNONYMS_READ, rows=rows)
     }
 
 
@@ -119,7 +114,7 @@ def graph_changes_apply(*, driver: Driver, limit: int = 500) -> tuple[int, int]:
         if statement is None:
             raise ValueError(f"entry {change.entry_id} names an unknown graph operation {change.operation!r}")
         try:
-            _query(driver, statement, **dict(change.operation.get("params") or {}))
+            graph_write(driver, statement, **dict(change.operation.get("params") or {}))
         except (neo4j.exceptions.Neo4jError, neo4j.exceptions.DriverError, OSError) as exc:
             GraphChange.objects.filter(pk=change.pk).update(attempts=change.attempts + 1, error=str(exc)[:2000])
             logger.warning("graph change of entry %s not applied yet: %s", change.entry_id, exc)

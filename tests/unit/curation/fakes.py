@@ -16,6 +16,7 @@ class FakeDriver:
         self.calls: list[tuple[str, dict[str, Any]]] = []
 
     def execute_query(self, statement: str, database_: str | None = None, **params: Any) -> tuple[Records, None, None]:
+        params.pop("routing_", None)
         self.calls.append((statement, params))
         if statement not in self.answers:
             raise AssertionError(f"unexpected statement: {statement.strip()[:80]}")
