@@ -23,11 +23,11 @@ from itertools import combinations
 from typing import Any
 
 import numpy as np
-from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 from neo4j import Driver
 
 from apps.graph import cypher
+from apps.graph.db import graph_read
 from apps.ingest.extraction import entity_group, normalise_entity_name
 from apps.models.interfaces import Vectors
 
@@ -140,9 +140,9 @@ def rank_pairs(
 
 def candidates_read(*, driver: Driver, collections: Sequence[str] | None, limit: int = CANDIDATES) -> list[Candidate]:
     """The ``limit`` most mentioned entities with a mention the reader can read."""
-    records, _, _ = driver.execute_query(
+    records = graph_read(
+        driver,
         cypher.CURATION_SUGGESTION_CANDIDATES,
-        database_=settings.NEO4J_DATABASE,
         collections=None if collections is None else list(collections),
         limit=limit,
     )
@@ -210,9 +210,9 @@ def synonym_edges(
     *, driver: Driver, collections: Sequence[str] | None, status: str = "suggested", limit: int = PAIRS
 ) -> list[SynonymEdge]:
     """The ``limit`` best scored synonym edges of ``status`` whose entities the reader can both read."""
-    records, _, _ = driver.execute_query(
+    records = graph_read(
+        driver,
         cypher.CURATION_SYNONYMS,
-        database_=settings.NEO4J_DATABASE,
         statuses=[status],
         collections=None if collections is None else list(collections),
         limit=limit,

@@ -17,6 +17,7 @@ from django.conf import settings
 from neo4j import Driver, ManagedTransaction
 
 from apps.graph import cypher
+from apps.graph.db import graph_read, graph_write
 
 TITLE_LINK_LIMIT = 200  # chunks the full-text index offers per new title
 
@@ -154,31 +155,24 @@ def documents_in_graph(*, driver: Driver, document_ids: Sequence[str]) -> set[st
     """Which of these documents the graph holds."""
     if not document_ids:
         return set()
-    records, _, _ = driver.execute_query(
-        cypher.DOCUMENTS_EXISTING, ids=list(document_ids), database_=settings.NEO4J_DATABASE
-    )
-    return set(records[0]["ids"])
+    return set(graph_read(driver, cypher.DOCUMENTS_EXISTING, ids=list(document_ids))[0]["ids"])
 
 
 def entities_with_vectors(*, driver: Driver, ids: Sequence[str]) -> set[str]:
     """Which of these entities have a name vector."""
     if not ids:
         return set()
-    records, _, _ = driver.execute_query(cypher.ENTITIES_WITH_VECTORS, ids=list(ids), database_=settings.NEO4J_DATABASE)
-    return set(records[0]["ids"])
+    return set(graph_read(driver, cypher.ENTITIES_WITH_VECTORS, ids=list(ids))[0]["ids"])
 
 
 def entities_without_vectors(*, driver: Driver, after: str, limit: int) -> list[dict[str, Any]]:
     """Up to ``limit`` entities (``id``, ``name``, ``type``) without a name vector, ids after ``after``."""
-    records, _, _ = driver.execute_query(
-        cypher.ENTITIES_WITHOUT_VECTORS, after=after, limit=limit, database_=settings.NEO4J_DATABASE
-    )
-    return [dict(record) for record in records]
+    return graph_read(driver, cypher.ENTITIES_WITHOUT_VECTORS, after=after, limit=limit)
 
 
 def entity_vectors_write(*, driver: Driver, rows: Sequence[Mapping[str, Any]]) -> None:
     """Give each entity (``id``, ``vector``) its name vector, unless it has one."""
-    driver.execute_query(cypher.ENTITY_VECTORS_SET, rows=list(rows), database_=settings.NEO4J_DATABASE)
+    graph_write(driver, cypher.ENTITY_VECTORS_SET, rows=list(rows))
 
 
 def entity_neighbours(
@@ -186,17 +180,16 @@ def entity_neighbours(
 ) -> list[dict[str, Any]]:
     """For each row (``id``, ``vector``), the entities among the ``k`` nearest names scoring at
     least ``min_score``: ``source``, ``target``, ``type``, ``score`` records."""
-    records, _, _ = driver.execute_query(
+    return graph_read(
+        driver,
         cypher.ENTITY_NEIGHBOURS,
         rows=[{"id": row["id"], "vector": row["vector"]} for row in rows],
         k=k,
         min_score=min_score,
-        database_=settings.NEO4J_DATABASE,
     )
-    return [dict(record) for record in records]
 
 
 def synonym_edges_write(*, driver: Driver, edges: Sequence[Mapping[str, Any]]) -> None:
     """Create the synonym edges (``source``, ``target``, ``score``) that do not exist yet."""
     if edges:
-        driver.execute_query(cypher.SYNONYMS_MERGE, rows=list(edges), database_=settings.NEO4J_DATABASE)
+        graph_write(driver, cypher.SYNONYMS_MERGE, rows=list(edges))

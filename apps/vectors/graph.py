@@ -11,6 +11,7 @@ from django.conf import settings
 from neo4j import Driver
 
 from apps.graph import cypher
+from apps.graph.db import graph_read
 from apps.vectors.config import check_space
 
 logger = logging.getLogger(__name__)
@@ -43,7 +44,7 @@ def graph_units(
         statement = cypher.vector_units_page(label, prop, with_content=with_content)
         after = ""
         while True:
-            records, _, _ = driver.execute_query(statement, after=after, limit=page, database_=settings.NEO4J_DATABASE)
+            records = graph_read(driver, statement, after=after, limit=page)
             for record in records:
                 collection = record["collection"]
                 if collection is None or (collections is not None and collection not in collections):
@@ -58,9 +59,7 @@ def graph_units(
 def graph_units_by_id(*, driver: Driver, space: str, label: str, node_ids: Sequence[str]) -> list[Unit]:
     """Those of these nodes (all of one label) that the space holds, with their content."""
     [prop] = [prop for unit_label, prop in SPACE_UNITS[check_space(space)] if unit_label == label]
-    records, _, _ = driver.execute_query(
-        cypher.vector_units_by_id(label, prop), ids=list(node_ids), database_=settings.NEO4J_DATABASE
-    )
+    records = graph_read(driver, cypher.vector_units_by_id(label, prop), ids=list(node_ids))
     return [
         Unit(record["id"], label, record["collection"], _content(prop, record["content"]))
         for record in records
