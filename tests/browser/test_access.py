@@ -27,7 +27,8 @@ def ask(page: Page, *, collection: str = "") -> None:
             "(select, name) => { select.add(new Option(name, name)); select.value = name; }", collection
         )
     page.get_by_role("button", name="Ask").click(timeout=ANSWER_TIMEOUT_MS)
-    done = page.get_by_role("link", name="audit page").or_(page.locator("main [role=alert]"))
+    # A finished answer (no stream pending: an answer, or "Not found in your documents") or an error.
+    done = page.locator("section.answer:not([data-stream-url])").or_(page.locator("main [role=alert]"))
     done.first.wait_for(timeout=ANSWER_TIMEOUT_MS)
     page.wait_for_load_state("networkidle", timeout=ANSWER_TIMEOUT_MS)
 
