@@ -1,11 +1,10 @@
 """Warm-up: load the models a process will answer with as soon as it starts, in a background thread,
 so that the first question a web process or generation worker handles is as fast as the rest.
 
-Web processes (``ragkg.wsgi``) load the retrieval tools (text embedder, CLIP, reranker, tokenizer, spaCy,
-language identification), analyse and embed one question, read the vector indexes and open a graph
-connection; generation worker
-processes (``ragkg.celery``, the node consuming the generation queue) load the generator and generate
-two tokens with the answers' system prompt. A failure is
+Web processes (``ragkg.wsgi``) load the retrieval tools (text embedder, CLIP, reranker, tokenizer,
+spaCy, language identification), analyse and embed one question, read the vector indexes and open a
+graph connection; generation worker processes (``ragkg.celery``, the node consuming the generation
+queue) load the generator and generate two tokens with the answers' system prompt. A failure is
 logged and changes nothing: the model then loads on first use, as without warm-up. ``RAGKG_WARM_UP=0``
 turns it off.
 """

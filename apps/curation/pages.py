@@ -14,7 +14,7 @@ from neo4j import Driver
 
 from apps.accounts.access import covers
 from apps.answers.models import Feedback
-from apps.documents.templatetags.viewer import viewer_url
+from apps.documents.links import viewer_url
 from apps.graph import cypher
 from apps.graph.db import graph_read
 from apps.ingest.models import Document

@@ -29,8 +29,8 @@ from apps.ledger.content import (
     synonym_subject,
 )
 from apps.ledger.graph import entity_contents, graph_changes_apply, relation_contents, synonym_contents
-from apps.ledger.models import ChangeEntry, GraphChange
-from apps.ledger.services import Change, entries_append, snapshot, subjects_latest
+from apps.ledger.models import GraphChange
+from apps.ledger.services import Change, entries_append, subjects_latest
 
 MAX_NAME = 300
 MAX_PREDICATE = 80
@@ -126,15 +126,13 @@ def entity_unmerge(*, driver: Driver, seq: int, actor: str) -> Curated:
     if merge.refusal:
         raise CurationError(f"the merge cannot be undone. {merge.refusal}")
     _entity(driver, merge.keep)
-    entry = ChangeEntry.objects.get(seq=seq)
-    restored = snapshot(entry.before)
-    if restored is None:
+    if merge.restored is None:
         raise CurationError(f"change-log entry #{seq} has no content to restore")
-    operation = _operation("ENTITY_UNMERGE", **undo.unmerge_parameters(merge))
+    operation = _operation("ENTITY_UNMERGE", **merge.parameters)
     return _commit(
         driver=driver,
         actor=actor,
-        change=Change(undo.UNMERGED, "Entity", merge.drop, entry.after, restored, operation=operation),
+        change=Change(undo.UNMERGED, "Entity", merge.drop, merge.merged, merge.restored, operation=operation),
     )
 
 

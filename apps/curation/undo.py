@@ -65,7 +65,10 @@ class LastMerge:
     drop: str
     drop_name: str
     refusal: str
-    undone_by: int | None = None  # the entry that undid it
+    undone_by: int | None  # the entry that undid it
+    merged: str | None  # the merge entry's after: the hash the undo starts from
+    restored: dict[str, Any] | None  # the merged-away entity's logged content (the entry's before)
+    parameters: dict[str, Any]  # the recorded ``ENTITY_UNMERGE`` parameters ({} when none)
 
     @property
     def when(self) -> str:
@@ -96,8 +99,9 @@ def last_merge() -> LastMerge | None:
     if entry is None:
         return None
     change = GraphChange.objects.filter(entry=entry).first()
-    params = dict(change.operation.get("params") or {}) if change is not None else {}
-    before = snapshot(entry.before) or {}
+    operation = change.operation if change is not None else {}
+    params = dict(operation.get("params") or {})
+    restored = snapshot(entry.before)
     keep, drop = str(params.get("keep", "")), entry.subject_id
     refusal, undone_by = _refusal(entry, change, keep, drop)
     return LastMerge(
@@ -106,13 +110,10 @@ def last_merge() -> LastMerge | None:
         actor=entry.actor,
         keep=keep,
         drop=drop,
-        drop_name=str(before.get("name", drop)),
+        drop_name=str((restored or {}).get("name", drop)),
         refusal=refusal,
         undone_by=undone_by,
+        merged=entry.after,
+        restored=restored,
+        parameters=dict(operation.get("undo") or {}),
     )
-
-
-def unmerge_parameters(merge: LastMerge) -> dict[str, Any]:
-    """The recorded ``ENTITY_UNMERGE`` parameters of this merge (it must be undoable)."""
-    change = GraphChange.objects.get(entry_id=merge.seq)
-    return dict(change.operation["undo"])

@@ -12,7 +12,7 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.browser.support import Browsing, Corpus, Persona
-from tests.browser.test_search import ANSWER_TIMEOUT_MS, ask, evidence_for
+from tests.browser.test_search import evidence_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.browser]
 
@@ -45,10 +45,7 @@ def test_a_question_the_documents_do_not_cover_is_not_found(
 ) -> None:
     page = browsing.page
     browsing.login(auditor)
-    page.goto("/")
-    page.get_by_label("Question").fill("What is the boiling point of mercury in kelvin?")
-    page.get_by_label("Collection").select_option(corpus.collection)
-    ask(page, lambda: page.get_by_role("button", name="Ask").click())
+    evidence_for(page, "What is the boiling point of mercury in kelvin?", corpus, generate=True)
     answer = page.locator("section.answer")
     expect(answer.locator(".answer-text")).to_have_text("Not found in your documents.")
     expect(answer.locator(".not-found")).to_contain_text("do not")
@@ -61,10 +58,7 @@ def test_the_audit_page_names_entities_and_exact_attribution_can_be_followed_and
 ) -> None:
     page = browsing.page
     browsing.login(admin)
-    page.goto("/")
-    page.get_by_label("Question").fill("Who founded the Bryological Society of Wales?")
-    page.get_by_label("Collection").select_option(corpus.collection)
-    ask(page, lambda: page.get_by_role("button", name="Ask").click(timeout=ANSWER_TIMEOUT_MS))
+    evidence_for(page, "Who founded the Bryological Society of Wales?", corpus, generate=True)
     page.get_by_role("link", name="audit page").click()
     expect(page).to_have_url(re.compile(r"/audit/answers/[0-9a-f-]{36}/$"))
 

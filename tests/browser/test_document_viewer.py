@@ -12,7 +12,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from tests.browser.support import PHOTO_NAME, SURVEY_NAME, TABLE_NAME, Browsing, Corpus, Persona
-from tests.browser.test_search import evidence_for
+from tests.browser.test_search import evidence_for, images_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.browser]
 
@@ -72,11 +72,7 @@ def test_a_pdf_opens_at_its_page_with_the_page_picture(browsing: Browsing, audit
 def test_an_image_opens_full_size_with_its_labels(browsing: Browsing, auditor: Persona, corpus: Corpus) -> None:
     page = browsing.page
     browsing.login(auditor)
-    page.goto("/")
-    page.get_by_label("Question").fill("a green picture of moss")
-    page.get_by_label("Collection").select_option(corpus.collection)
-    page.get_by_label("Images").check()
-    page.get_by_role("button", name="Ask").click()
+    images_for(page, "a green picture of moss", corpus)
     link = page.locator(".image-results a.open-document", has_text=re.compile(re.escape(PHOTO_NAME.split(".")[0])))
     expect(link.first).to_be_attached()
     link.first.click()

@@ -48,13 +48,23 @@ def ask(page: Page, submit: Callable[[], None]) -> None:
     assert not alerts, f"the search page reported: {alerts}"
 
 
-def evidence_for(page: Page, question: str, corpus: Corpus) -> None:
-    """Ask for evidence only (no generation) in the corpus's collection, from the search page."""
+def evidence_for(page: Page, question: str, corpus: Corpus, *, generate: bool = False) -> None:
+    """Ask in the corpus's collection from the search page: for evidence only, unless ``generate``."""
     page.goto("/")
     page.get_by_label("Question").fill(question)
     page.get_by_label("Collection").select_option(corpus.collection)
-    page.get_by_label("Evidence only").check()
+    if not generate:
+        page.get_by_label("Evidence only").check()
     ask(page, lambda: page.get_by_role("button", name="Ask").click())
+
+
+def images_for(page: Page, query: str, corpus: Corpus) -> None:
+    """Search the corpus's collection for pictures, from the search page."""
+    page.goto("/")
+    page.get_by_label("Question").fill(query)
+    page.get_by_label("Collection").select_option(corpus.collection)
+    page.get_by_label("Images").check()
+    page.get_by_role("button", name="Ask").click()
 
 
 def test_an_answer_streams_cites_its_sources_and_its_audit_page_shows_what_supports_a_word(

@@ -12,7 +12,7 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.browser.support import CLOTH_NAME, PHOTO_NAME, Browsing, Corpus, Persona
-from tests.browser.test_search import ask, evidence_for
+from tests.browser.test_search import ask, evidence_for, images_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.browser]
 
@@ -114,11 +114,7 @@ def test_image_search_shows_the_close_images_and_the_rest_behind_show_more(
 ) -> None:
     page = browsing.page
     browsing.login(auditor)
-    page.goto("/")
-    page.get_by_label("Question").fill("a green picture of moss")
-    page.get_by_label("Collection").select_option(corpus.collection)
-    page.get_by_label("Images").check()
-    page.get_by_role("button", name="Ask").click()
+    images_for(page, "a green picture of moss", corpus)
     results = page.locator("section.image-results")
     first = results.locator(":scope > ul.image-grid > li")
     expect(first).to_have_count(1)

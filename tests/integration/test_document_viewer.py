@@ -18,7 +18,7 @@ from PIL import Image
 from pytest_django.fixtures import Settings
 
 from apps.accounts.services import collection_ensure, collection_grant
-from apps.documents.templatetags.viewer import viewer_url
+from apps.documents.links import viewer_url
 from apps.ingest.services import default_extractor, upload_ingest
 from tests.support import text_pdf
 

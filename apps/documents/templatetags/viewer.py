@@ -3,25 +3,14 @@ source cites (its unit and, where known, the supporting sentence's span), ending
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
-from urllib.parse import urlencode
 
 from django import template
-from django.urls import reverse
+
+from apps.documents.links import viewer_url
 
 register = template.Library()
-
-
-def viewer_url(document_id: str, unit: str = "", span: Sequence[int] | None = None) -> str:
-    """``/documents/<id>/?unit=…&start=…&end=…#cited`` (the query only with what is known)."""
-    params: dict[str, Any] = {}
-    if unit:
-        params["unit"] = unit
-    if span is not None and len(span) == 2:
-        params["start"], params["end"] = int(span[0]), int(span[1])
-    query = f"?{urlencode(params)}" if params else ""
-    return f"{reverse('document', args=[document_id])}{query}{'#cited' if unit else ''}"
 
 
 @register.simple_tag
