@@ -135,7 +135,14 @@ def main() -> int:
         "load_average": {"start": load_start, "end": [round(x, 2) for x in os.getloadavg()]},
         "results": results,
         "vectors_check": {
-            space: {"graph": c.graph, "index": c.index, "missing": len(c.missing), "extra": len(c.extra), "ok": c.ok}
+            space: {
+                "graph": c.graph,
+                "stored": c.stored,
+                "host": c.host,
+                "missing": len(c.missing),
+                "extra": len(c.extra),
+                "ok": c.ok,
+            }
             for space, c in checks.items()
         },
     }

@@ -375,10 +375,14 @@ VECTORS_IVFPQ_NLIST = env_int("VECTORS_IVFPQ_NLIST", 1024, minimum=1)
 VECTORS_IVFPQ_M = env_int("VECTORS_IVFPQ_M", 48, minimum=1)
 VECTORS_IVFPQ_NBITS = env_int("VECTORS_IVFPQ_NBITS", 8, minimum=1, maximum=16)
 VECTORS_IVFPQ_NPROBE = env_int("VECTORS_IVFPQ_NPROBE", 32, minimum=1)
-# Changes are appended to a journal and folded into a new snapshot once they touch this fraction of
-# the space's vectors (and at least VECTORS_JOURNAL_MIN_VECTORS): no whole-index save per batch.
-VECTORS_JOURNAL_FRACTION = env_float("VECTORS_JOURNAL_FRACTION", 0.05, minimum=0.0)
-VECTORS_JOURNAL_MIN_VECTORS = env_int("VECTORS_JOURNAL_MIN_VECTORS", 2048, minimum=0)
+# Vectors live in the database; each process's in-memory copy looks at the change feed at most this
+# often (seconds: the bound on how long a host serves a removed vector), serves without reaching the
+# database for at most VECTORS_STALE_MAX_SECONDS, and saves a local snapshot (RAGKG_VECTORS_DIR) once
+# the changes it applied touch this fraction of its vectors (and at least VECTORS_SNAPSHOT_MIN_VECTORS).
+VECTORS_SYNC_SECONDS = env_float("VECTORS_SYNC_SECONDS", 1.0, minimum=0.0)
+VECTORS_STALE_MAX_SECONDS = env_float("VECTORS_STALE_MAX_SECONDS", 30.0, minimum=0.0)
+VECTORS_SNAPSHOT_FRACTION = env_float("VECTORS_SNAPSHOT_FRACTION", 0.05, minimum=0.0)
+VECTORS_SNAPSHOT_MIN_VECTORS = env_int("VECTORS_SNAPSHOT_MIN_VECTORS", 2048, minimum=0)
 # A collection filter that leaves at most this many vectors is answered by exact search over them.
 VECTORS_FILTER_EXACT_MAX = env_int("VECTORS_FILTER_EXACT_MAX", 4096, minimum=0)
 # auto: search on the GPU when faiss has GPU support and sees a GPU; off: always the CPU.

@@ -197,32 +197,28 @@ def _generator_missing() -> list[str]:
 
 
 def check_vectors() -> CheckResult:
-    """Each space's saved index: its manifest reads, matches the configured model and names files
-    that exist (cheap enough for /healthz; ``manage.py vectors check`` compares ids with Neo4j)."""
-    from apps.vectors.config import space_config, space_dir, spaces_in_use
-    from apps.vectors.errors import IndexMissing, VectorIndexError
-    from apps.vectors.persistence import manifest_read
+    """Each space's shared store: its feed reads and was made with the configured model; and where
+    this process's copy stands in the feed (``manage.py vectors check`` compares ids with Neo4j)."""
+    from apps.vectors.config import space_config, spaces_in_use
+    from apps.vectors.registry import vector_registry
+    from apps.vectors.store import store_head
 
     details: list[str] = []
     for space in spaces_in_use():
-        directory, config = space_dir(space), space_config(space)
-        try:
-            manifest = manifest_read(directory)
-        except IndexMissing:
+        config = space_config(space)
+        head = store_head(space)
+        if not head.model:
             details.append(f"{space}: empty")
             continue
-        except VectorIndexError as exc:
-            return _down(deps.VECTORS, f"{space}: {exc}")
-        if (manifest.model, manifest.dimension) != (config.model, config.dim):
+        if (head.model, head.dim) != (config.model, config.dim):
             return _down(
                 deps.VECTORS,
-                f"{space}: the index holds {manifest.model} ({manifest.dimension}-d) vectors, "
+                f"{space}: the store holds {head.model} ({head.dim}-d) vectors, "
                 f"the configured model is {config.model} ({config.dim}-d)",
             )
-        absent = [name for name in (manifest.index_file, manifest.sidecar_file) if not (directory / name).is_file()]
-        if absent:
-            return _down(deps.VECTORS, f"{space}: {', '.join(absent)} missing from {directory}")
-        details.append(f"{space}: {manifest.count} vectors ({manifest.index_type}, v{manifest.version})")
+        position = vector_registry().position(space)
+        copy = "not loaded in this process" if position is None else f"this process at change {position[1]}"
+        details.append(f"{space}: change {head.seq} stored, {copy}")
     return CheckResult(deps.VECTORS, True, "; ".join(details))
 
 

@@ -29,3 +29,7 @@ class EmbedderUnavailable(VectorIndexError):
 
 class IndexSaveFailed(VectorIndexError, OSError):
     """A new version could not be written (a full disk, say); the saved version is unchanged."""
+
+
+class StoreUnavailable(VectorIndexError):
+    """The shared vector store (the database) cannot be read, and this process's copy is too old to serve."""

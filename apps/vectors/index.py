@@ -105,10 +105,14 @@ class VectorIndex:
         tombstones: Ids | None = None,
         index_type: str | None = None,
         version: int = 0,
+        epoch: str = "",
+        seq: int = 0,
     ) -> None:
         self.config = config
         self.index_type = index_type or config.index_type
         self.version = version
+        self.epoch = epoch  # of the feed, and the change it stands at (a loaded snapshot's)
+        self.seq = seq
         self._index = factory.new_index(config, self.index_type) if index is None else index
         self._sidecar = Sidecar() if sidecar is None else sidecar
         self._tombstones: Ids = np.empty(0, np.int64) if tombstones is None else np.sort(tombstones)
@@ -191,7 +195,7 @@ class VectorIndex:
     def add(self, items: Sequence[VectorItem], vectors: npt.ArrayLike) -> None:
         """Add (or replace) the vectors of these graph nodes."""
         x = prepare(vectors, self.dim, rows=len(items))
-        ids, items, x = _last_wins(vector_ids(item.node_id for item in items), items, x)
+        ids, items, x = last_wins(vector_ids(item.node_id for item in items), items, x)
         if not len(items):
             return
         with self._lock.writing():
@@ -340,13 +344,16 @@ class VectorIndex:
 
     # --- persistence ---------------------------------------------------------------------
 
-    def save(self, directory: Path) -> Manifest:
-        """Write this index as the next version in ``directory`` (atomically, see persistence)."""
-        fields = {
+    def save(self, directory: Path, *, epoch: str = "", seq: int = 0) -> Manifest:
+        """Write this index as the next version in ``directory`` (atomically, see persistence), noting
+        the feed's ``epoch`` and the change ``seq`` it stands at."""
+        fields: dict[str, Any] = {
             "space": self.space,
             "dimension": self.dim,
             "index_type": self.index_type,
             "model": self.config.model,
+            "epoch": epoch,
+            "seq": seq,
         }
         with self._lock.reading():
             fields["trained"] = self.trained
@@ -358,7 +365,7 @@ class VectorIndex:
                 tombstones=self._tombstones,
                 after=self.version,
             )
-        self.version = manifest.version
+        self.version, self.epoch, self.seq = manifest.version, epoch, seq
         return manifest
 
     @classmethod
@@ -378,6 +385,8 @@ class VectorIndex:
             tombstones=snapshot.tombstones,
             index_type=manifest.index_type,
             version=manifest.version,
+            epoch=manifest.epoch,
+            seq=manifest.seq,
         )
 
 
@@ -389,7 +398,7 @@ def _search_translated(index: Any, id_map: Ids | None, queries: Vectors, k: int)
     return distances, labels.astype(np.int64)
 
 
-def _last_wins(ids: Ids, items: Sequence[VectorItem], x: Vectors) -> tuple[Ids, list[VectorItem], Vectors]:
+def last_wins(ids: Ids, items: Sequence[VectorItem], x: Vectors) -> tuple[Ids, list[VectorItem], Vectors]:
     """One entry per id (the last one given); two different nodes with one id are a collision."""
     last: dict[int, int] = {}
     for row, (vid, item) in enumerate(zip(ids.tolist(), items, strict=True)):

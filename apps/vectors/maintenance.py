@@ -1,4 +1,8 @@
-"""Keeping the vector indexes in step with the graph: rebuild from Neo4j, check, repair."""
+"""Keeping the vectors in step with the graph: rebuild from Neo4j, check, repair.
+
+The shared store (apps/vectors/store.py) is compared with the graph, and this host's copy
+(apps/vectors/registry.py) with the store.
+"""
 
 from __future__ import annotations
 
@@ -17,9 +21,10 @@ from apps.vectors.embedding import embed_checked
 from apps.vectors.errors import EmbedderUnavailable
 from apps.vectors.graph import Unit, graph_units, graph_units_by_id
 from apps.vectors.ids import vector_id
-from apps.vectors.index import VectorIndex
 from apps.vectors.registry import vector_registry
-from apps.vectors.types import EmbedFn, VectorItem
+from apps.vectors.services import vectors_add, vectors_remove
+from apps.vectors.store import store_changed_after, store_clear, store_ids
+from apps.vectors.types import EmbedFn, SpaceConfig, VectorItem
 
 logger = logging.getLogger(__name__)
 
@@ -35,18 +40,25 @@ class RebuildReport:
 
 @dataclass
 class CheckReport:
+    """The graph against the store (``graph``, ``stored``, ``missing``, ``extra``), and this host's copy
+    against the store (``host``, ``host_missing``, ``host_extra``: node ids)."""
+
     space: str
     graph: int
-    index: int
+    stored: int
+    host: int = 0
     missing: list[str] = field(default_factory=list)
     extra: list[str] = field(default_factory=list)
     collisions: list[str] = field(default_factory=list)
+    host_missing: list[str] = field(default_factory=list)
+    host_extra: list[str] = field(default_factory=list)
     added: int = 0
     removed: int = 0
+    reloaded: bool = False
 
     @property
     def ok(self) -> bool:
-        return not (self.missing or self.extra or self.collisions)
+        return not (self.missing or self.extra or self.collisions or self.host_missing or self.host_extra)
 
     def as_dict(self) -> dict[str, Any]:
         return {**asdict(self), "ok": self.ok}
@@ -58,27 +70,30 @@ def _batches[T](items: Iterable[T], size: int) -> Iterator[list[T]]:
         yield batch
 
 
-def _add_units(index: VectorIndex, units: list[Unit], embed: EmbedFn) -> None:
-    vectors = embed_checked(embed, [unit.content for unit in units], dim=index.dim, space=index.space)
-    index.add([VectorItem(unit.node_id, unit.label, unit.collection) for unit in units], vectors)
+def _add_units(config: SpaceConfig, units: list[Unit], embed: EmbedFn) -> None:
+    vectors = embed_checked(embed, [unit.content for unit in units], dim=config.dim, space=config.space)
+    vectors_add(
+        space=config.space,
+        items=[VectorItem(unit.node_id, unit.label, unit.collection) for unit in units],
+        vectors=vectors,
+    )
 
 
 def vectors_rebuild(*, driver: Driver, space: str, embed: EmbedFn, batch_size: int = 256) -> RebuildReport:
-    """Re-embed every node of the space from the graph into a new index and save it in place of the old one.
+    """Re-embed every node of the space from the graph into the store, in place of what it held.
 
-    The old index is never read (it may be corrupt or of another model); the writer lock is held
-    throughout, so ingestion waits and nothing written meanwhile is lost.
-    """
+    The stored vectors are dropped first and the feed gets a new epoch (and the configured model),
+    so every host rebuilds its copy; searches meanwhile find the vectors re-embedded so far."""
     started = time.perf_counter()
-    registry = vector_registry()
-    index = VectorIndex(space_config(check_space(space)))
+    config = space_config(check_space(space))
+    store_clear(config)
     labels: Counter[str] = Counter()
-    with registry.locked(space):
-        for batch in _batches(graph_units(driver=driver, space=space, with_content=True), batch_size):
-            _add_units(index, batch, embed)
-            labels.update(unit.label for unit in batch)
-        registry.save(space, index)
-    report = RebuildReport(space, index.index_type, index.count, dict(labels), round(time.perf_counter() - started, 2))
+    for batch in _batches(graph_units(driver=driver, space=space, with_content=True), batch_size):
+        _add_units(config, batch, embed)
+        labels.update(unit.label for unit in batch)
+    index = vector_registry().reload(space)
+    report = RebuildReport(space, index.index_type, sum(labels.values()), dict(labels),
+                           round(time.perf_counter() - started, 2))  # fmt: skip
     logger.info("rebuilt %s vectors: %d in %.1fs", space, report.count, report.seconds)
     return report
 
@@ -92,56 +107,75 @@ def vectors_check(
     embed: EmbedFn | None = None,
     batch_size: int = 256,
 ) -> CheckReport:
-    """Compare the index with the graph: nodes without a vector, vectors without a node.
+    """Compare the store with the graph (nodes without a vector, vectors without a node) and this
+    host's copy with the store.
 
-    With ``repair`` the extra vectors are removed and the missing ones embedded (``embed`` is
-    then required if any are missing) and added, and the index saved.
-    """
-    registry = vector_registry()
-    with registry.writing(check_space(space)) as index:
-        graph: dict[int, Unit] = {}
-        collisions = []
-        for unit in graph_units(driver=driver, space=space, with_content=False, collections=collections):
-            vid = vector_id(unit.node_id)
-            if vid in graph and graph[vid].node_id != unit.node_id:
-                collisions.append(unit.node_id)
-            graph[vid] = unit
-        held = set(index.ids_in(collections).tolist())
-        missing = [graph[vid] for vid in graph.keys() - held]
-        extra = sorted(held - graph.keys())
-        report = CheckReport(
-            space,
-            graph=len(graph),
-            index=len(held),
-            missing=sorted(unit.node_id for unit in missing),
-            extra=sorted(entry.node_id for entry in index.entries(extra) if entry is not None),
-            collisions=sorted(collisions),
-        )
-        if repair and not report.ok:
-            _repair(index, report, missing, extra, driver=driver, embed=embed, batch_size=batch_size)
-            registry.save(space, index)
+    With ``repair`` the extra vectors are removed from the store and the missing ones embedded
+    (``embed`` is then required if any are missing) and added; a copy that differs from the store
+    is built again from it."""
+    config = space_config(check_space(space))
+    graph: dict[int, Unit] = {}
+    collisions = []
+    for unit in graph_units(driver=driver, space=space, with_content=False, collections=collections):
+        vid = vector_id(unit.node_id)
+        if vid in graph and graph[vid].node_id != unit.node_id:
+            collisions.append(unit.node_id)
+        graph[vid] = unit
+    stored = store_ids(space, collections)
+    missing = [graph[vid] for vid in graph.keys() - stored.keys()]
+    extra = sorted(stored.keys() - graph.keys())
+    report = CheckReport(
+        space,
+        graph=len(graph),
+        stored=len(stored),
+        missing=sorted(unit.node_id for unit in missing),
+        extra=sorted(stored[vid] for vid in extra),
+        collisions=sorted(collisions),
+    )
+    _compare_host(report, collections)
+    if repair and not report.ok:
+        _repair(config, report, missing, extra, stored, driver=driver, embed=embed, batch_size=batch_size)
+        if report.host_missing or report.host_extra:
+            vector_registry().reload(space)
+            report.reloaded = True
     return report
 
 
+def _compare_host(report: CheckReport, collections: set[str] | None) -> None:
+    """This host's copy against the store, over the vectors no change after the copy's position touched."""
+    registry = vector_registry()
+    index = registry.get(report.space)
+    position = registry.position(report.space)
+    seq = position[1] if position else 0
+    stored = store_ids(report.space, collections, upto=seq)
+    moving = store_changed_after(report.space, seq)
+    held = {vid: entry.node_id for vid, entry in zip(index.ids_in(collections).tolist(),
+            index.entries(index.ids_in(collections).tolist()), strict=True) if entry is not None}  # fmt: skip
+    report.host = len(held)
+    report.host_missing = sorted(stored[vid] for vid in stored.keys() - held.keys() - moving)
+    report.host_extra = sorted(held[vid] for vid in held.keys() - stored.keys() - moving)
+
+
 def _repair(
-    index: VectorIndex,
+    config: SpaceConfig,
     report: CheckReport,
     missing: list[Unit],
     extra: list[int],
+    stored: dict[int, str],
     *,
     driver: Driver,
     embed: EmbedFn | None,
     batch_size: int,
 ) -> None:
     if missing and embed is None:
-        raise EmbedderUnavailable(f"{len(missing)} {index.space} vectors are missing and no embedder was given")
-    report.removed = index.remove(extra)
+        raise EmbedderUnavailable(f"{len(missing)} {config.space} vectors are missing and no embedder was given")
+    report.removed = vectors_remove(space=config.space, node_ids=[stored[vid] for vid in extra])
     if embed is not None:
-        report.added = _add_missing(index, missing, driver=driver, embed=embed, batch_size=batch_size)
-    logger.info("repaired %s vectors: %d added, %d removed", index.space, report.added, report.removed)
+        report.added = _add_missing(config, missing, driver=driver, embed=embed, batch_size=batch_size)
+    logger.info("repaired %s vectors: %d added, %d removed", config.space, report.added, report.removed)
 
 
-def _add_missing(index: VectorIndex, missing: list[Unit], *, driver: Driver, embed: EmbedFn, batch_size: int) -> int:
+def _add_missing(config: SpaceConfig, missing: list[Unit], *, driver: Driver, embed: EmbedFn, batch_size: int) -> int:
     """Embed and add these nodes, reading their content from the graph (one query per label and batch)."""
     by_label: defaultdict[str, list[str]] = defaultdict(list)
     for unit in missing:
@@ -149,8 +183,8 @@ def _add_missing(index: VectorIndex, missing: list[Unit], *, driver: Driver, emb
     added = 0
     for label, node_ids in by_label.items():
         for chunk in _batches(node_ids, batch_size):
-            units = graph_units_by_id(driver=driver, space=index.space, label=label, node_ids=chunk)
+            units = graph_units_by_id(driver=driver, space=config.space, label=label, node_ids=chunk)
             if units:
-                _add_units(index, units, embed)
+                _add_units(config, units, embed)
                 added += len(units)
     return added

@@ -1,11 +1,12 @@
 """Saving and loading one space's index: atomic snapshots behind a manifest.
 
-A space's folder holds ``index.<version>.faiss``, ``sidecar.<version>.npz``, ``manifest.json`` and
-``journal.<version>.log``, the changes committed since that version (apps/vectors/journal.py).
+This is a host's local snapshot of its copy (apps/vectors/registry.py), never shared between hosts:
+it only shortens a restart. A space's folder holds ``index.<version>.faiss``, ``sidecar.<version>.npz``
+and ``manifest.json``, which names the feed's epoch and the sequence number the snapshot stands at.
 Each file is written to a temporary name in the same folder, fsynced, renamed into place
 (``os.replace``) and the folder fsynced. The manifest is written last: replacing it is the
 commit, so a writer killed at any moment leaves the previous manifest naming complete files.
-The previous version's files (its journal too) are kept one save longer for readers that read the old manifest
+The previous version's files are kept one save longer for readers that read the old manifest
 just before the switch.
 """
 
@@ -29,17 +30,14 @@ import numpy as np
 from apps.core.files import file_sha256, fsync_path
 from apps.vectors._faiss import faiss
 from apps.vectors.errors import IndexCorrupt, IndexMissing, IndexSaveFailed
-from apps.vectors.journal import journal_path
 from apps.vectors.sidecar import Sidecar
 from apps.vectors.types import Ids
 
 logger = logging.getLogger(__name__)
 
-FORMAT = 1
+FORMAT = 2
 MANIFEST = "manifest.json"
-VERSION_FILE = re.compile(  # the files of a version: snapshot and journal
-    r"(index|sidecar)\.(\d+)\.(faiss|npz)|journal\.(\d+)\.log"
-)
+VERSION_FILE = re.compile(r"(index|sidecar)\.(\d+)\.(faiss|npz)")  # the files of a version
 
 Stamp = tuple[int, int, int]
 
@@ -59,6 +57,8 @@ class Manifest:
     sidecar_file: str
     sidecar_sha256: str
     saved_at: str
+    epoch: str
+    seq: int
     format: int = FORMAT
 
     @classmethod
@@ -159,7 +159,8 @@ def snapshot_write(
 ) -> Manifest:
     """Save a new version (above ``after`` and the saved one) of the index and its sidecar; return its manifest.
 
-    ``fields`` gives the manifest's descriptive fields (space, dimension, index_type, trained, model).
+    ``fields`` gives the manifest's descriptive fields (space, dimension, index_type, trained, model,
+    epoch, seq).
     """
     directory.mkdir(parents=True, exist_ok=True)
     previous = _readable_manifest(directory)
@@ -178,9 +179,8 @@ def snapshot_write(
         sidecar_sha256=sidecar_sha,
         saved_at=datetime.now(UTC).isoformat(timespec="seconds"),
     )
-    journal_path(directory, version).unlink(missing_ok=True)  # a version starts with an empty journal
     _write_atomic(directory / MANIFEST, _write_manifest(manifest))
-    kept = (name for m in previous for name in (m.index_file, m.sidecar_file, journal_path(directory, m.version).name))
+    kept = (name for m in previous for name in (m.index_file, m.sidecar_file))
     _prune(directory, keep={index_file, sidecar_file, *kept})
     logger.info("saved %s vectors v%d: %d vectors in %s", manifest.space, version, manifest.count, directory)
     return manifest

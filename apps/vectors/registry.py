@@ -1,65 +1,72 @@
-"""The per-process registry of loaded indexes: lazy, and reloading when a newer version is saved.
+"""Each process's in-memory copy of every space, kept current by following the shared feed.
 
-Readers (web workers, query tasks) call :meth:`VectorRegistry.get`: a ``stat`` of the manifest and
-one of the journal per call tell whether another process saved a new version or committed changes
-since; a new version is loaded by one thread while the others keep searching the old one, then
-swapped in, and new journal records are replayed onto the loaded index. The writer (the ingest
-worker, or a management command) goes through :meth:`VectorRegistry.writing`, which holds the
-space's advisory file lock, so writers in several processes take turns, each starting from the
-latest state; :meth:`VectorRegistry.commit` appends the change to the journal (apps/vectors/journal.py)
-and folds the journal into a new snapshot when it has grown.
+The source of truth is the relational database (apps/vectors/models.py, apps/vectors/store.py):
+every vector, and an ordered feed of changes per space. A process that searches (a web server, a
+GPU worker) builds its copy at first use from the host's local snapshot (``VECTORS_DIR``, when one
+matches the feed's epoch) plus the feed's changes after it, or from the rows alone; then, on every
+use at most ``VECTORS_SYNC_SECONDS`` after the last look, it reads the feed's head (one query) and
+applies the changes above what it holds. A write made by this process is seen by its next search at
+once. A copy that has applied ``VECTORS_SNAPSHOT_FRACTION`` of its vectors (at least
+``VECTORS_SNAPSHOT_MIN_VECTORS``) since its snapshot saves a new one, so a restart replays little.
+No file is shared between hosts. docs/vectors.md has the design and its failure cases.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 from django.conf import settings
+from django.db import Error as DatabaseError
 
 from apps.vectors.config import space_config
-from apps.vectors.errors import IndexMissing, IndexSaveFailed, VectorIndexError
+from apps.vectors.errors import IndexMismatch, StoreUnavailable, VectorIndexError
 from apps.vectors.index import VectorIndex
-from apps.vectors.journal import Change, journal_append, journal_path, journal_read, journal_size
 from apps.vectors.locks import file_lock
-from apps.vectors.persistence import Stamp, manifest_read, manifest_stamp
+from apps.vectors.store import Head, store_changes, store_head
 from apps.vectors.types import SpaceConfig
 
 logger = logging.getLogger(__name__)
 
-WRITER_LOCK = ".writer.lock"
+SNAPSHOT_LOCK = ".snapshot.lock"
 
 
 @dataclass
-class _Loaded:
+class _Copy:
     index: VectorIndex
-    stamp: Stamp | None
-    journal_end: int = 0  # bytes of the version's journal replayed onto ``index``
-    journal_vectors: int = 0  # vectors those records added or removed
+    epoch: str
+    seq: int  # every change of the feed up to this one is applied
+    synced_at: float  # monotonic time of the last look at the feed's head that succeeded
+    checked_at: float  # monotonic time of the last attempt
+    since_snapshot: int = 0  # vectors added or removed since the local snapshot
+    dirty: bool = False  # this process wrote since: look at once
 
 
 @dataclass(frozen=True)
-class JournalPolicy:
-    """When the journal is folded into a snapshot: once its changes touch ``fraction`` of the index's
-    vectors, and at least ``min_vectors``."""
+class SyncPolicy:
+    """How often a copy looks at the feed, how long it may serve without reaching it, and when it
+    saves a local snapshot (once its changes touch ``fraction`` of its vectors, at least ``min_vectors``)."""
 
+    interval: float = 1.0
+    stale_max: float = 30.0
     fraction: float = 0.05
     min_vectors: int = 2048
 
-    def due(self, journal_vectors: int, count: int) -> bool:
-        return journal_vectors >= max(self.min_vectors, self.fraction * count)
+    def snapshot_due(self, changed: int, count: int) -> bool:
+        return changed > 0 and changed >= max(self.min_vectors, self.fraction * count)
 
 
 class VectorRegistry:
-    def __init__(self, root: Path, config: Callable[[str], SpaceConfig], journal: JournalPolicy | None = None) -> None:
+    def __init__(self, root: Path, config: Callable[[str], SpaceConfig], policy: SyncPolicy | None = None) -> None:
         self.root = root
         self._config = config
-        self._policy = journal or JournalPolicy()
-        self._loaded: dict[str, _Loaded] = {}
+        self.policy = policy or SyncPolicy()
+        self._copies: dict[str, _Copy] = {}
         self._locks: dict[str, threading.Lock] = {}
         self._guard = threading.Lock()
 
@@ -70,147 +77,134 @@ class VectorRegistry:
         with self._guard:
             return self._locks.setdefault(space, threading.Lock())
 
-    def get(self, space: str, *, wait: bool = False) -> VectorIndex:
-        """The space's index, loaded on first use and reloaded when a newer version was saved.
-
-        While one thread loads a new version, others keep the current one unless ``wait``.
-        """
-        loaded = self._loaded.get(space)
-        if loaded is not None and self._current(space, loaded):
-            return loaded.index
+    def get(self, space: str) -> VectorIndex:
+        """The space's copy, brought up to the feed's head when it last looked more than the sync
+        interval ago (or this process wrote since). While one thread applies changes, the others keep
+        searching the copy as it is, unless this process's own write is not in it yet."""
+        copy = self._copies.get(space)
+        if copy is not None and not self._due(copy):
+            return copy.index
         lock = self._lock(space)
-        if not lock.acquire(blocking=wait or loaded is None):
-            assert loaded is not None
-            return loaded.index
+        if not lock.acquire(blocking=copy is None or copy.dirty):
+            assert copy is not None
+            return copy.index
         try:
-            return self._refresh(space).index
+            copy = self._copies.get(space)
+            if copy is not None and not self._due(copy):
+                return copy.index
+            return self._sync(space, copy).index
         finally:
             lock.release()
 
-    def _journal(self, space: str, index: VectorIndex) -> Path:
-        return journal_path(self.directory(space), index.version)
+    def position(self, space: str) -> tuple[str, int] | None:
+        """The epoch and sequence number this process's copy stands at (None: not loaded)."""
+        copy = self._copies.get(space)
+        return None if copy is None else (copy.epoch, copy.seq)
 
-    def _current(self, space: str, loaded: _Loaded) -> bool:
-        """Nothing saved or committed since ``loaded`` was (two ``stat`` calls)."""
-        if loaded.stamp != manifest_stamp(self.directory(space)):
-            return False
-        return journal_size(self._journal(space, loaded.index)) == loaded.journal_end
+    def changed(self, space: str) -> None:
+        """This process wrote to the space: its next use looks at the feed first."""
+        copy = self._copies.get(space)
+        if copy is not None:
+            copy.dirty = True
 
-    def _refresh(self, space: str) -> _Loaded:
-        stamp = manifest_stamp(self.directory(space))
-        current = self._loaded.get(space)
-        if current is not None and self._current(space, current):
-            return current  # another thread got there first
+    def reload(self, space: str) -> VectorIndex:
+        """Drop the copy and build it again from the local snapshot and the feed."""
+        with self._lock(space):
+            self._copies.pop(space, None)
+            return self._sync(space, None).index
+
+    def _due(self, copy: _Copy) -> bool:
+        return copy.dirty or time.monotonic() - copy.checked_at >= self.policy.interval
+
+    def _sync(self, space: str, copy: _Copy | None) -> _Copy:
+        now = time.monotonic()
         try:
-            if current is not None and self._saved_version(space) == current.index.version:
-                # the same version: rewritten (this process's own save) or its journal grew
-                fresh = _Loaded(current.index, stamp, current.journal_end, current.journal_vectors)
-            else:
-                fresh = _Loaded(self._load(space), stamp)
-        except VectorIndexError:
-            if current is None:
-                raise
-            logger.exception("keeping %s vectors v%d: the saved version cannot be loaded", space, current.index.version)
-            fresh = _Loaded(current.index, stamp, current.journal_end, current.journal_vectors)
-        self._replay(space, fresh)
-        self._loaded[space] = fresh
-        return fresh
-
-    def _replay(self, space: str, loaded: _Loaded) -> None:
-        """Apply the journal records after ``loaded.journal_end`` to its index, in order."""
-        changes, end = journal_read(self._journal(space, loaded.index), loaded.journal_end)
-        for change in changes:
-            _apply(loaded.index, change)
-            loaded.journal_vectors += change.added + int(change.removed.size)
-        if changes:
-            logger.info("replayed %d %s journal records onto v%d", len(changes), space, loaded.index.version)
-        loaded.journal_end = end
-
-    def _saved_version(self, space: str) -> int:
-        try:
-            return manifest_read(self.directory(space)).version
-        except IndexMissing:
-            return 0
-
-    def _load(self, space: str) -> VectorIndex:
+            head = store_head(space)
+        except DatabaseError as exc:
+            return self._unreachable(space, copy, now, exc)
         config = self._config(space)
+        if head.model and (head.model, head.dim) != (config.model, config.dim):
+            raise IndexMismatch(
+                f"the stored {space} vectors are {head.model} ({head.dim}-d), settings ask for {config.model} "
+                f"({config.dim}-d): run `manage.py vectors rebuild --space {space}`"
+            )
+        if copy is None or copy.epoch != head.epoch or copy.seq > head.seq or copy.seq < head.pruned:
+            copy = self._start(space, config, head, now)
+        try:
+            self._apply(space, copy, head)
+        except DatabaseError as exc:
+            return self._unreachable(space, copy, now, exc)
+        copy.synced_at = copy.checked_at = now
+        copy.dirty = False
+        self._copies[space] = copy
+        if self.policy.snapshot_due(copy.since_snapshot, copy.index.count):
+            self._snapshot(space, copy)
+        return copy
+
+    def _unreachable(self, space: str, copy: _Copy | None, now: float, exc: DatabaseError) -> _Copy:
+        """The feed cannot be read: keep serving the copy while it is younger than ``stale_max``."""
+        if copy is None or now - copy.synced_at > self.policy.stale_max:
+            self._copies.pop(space, None)
+            raise StoreUnavailable(
+                f"the vector store (the database) cannot be reached to bring the {space} vectors up to date: {exc}"
+            ) from exc
+        logger.warning("serving %s vectors at %d: the feed cannot be read (%s)", space, copy.seq, exc)
+        copy.checked_at = now
+        return copy
+
+    def _start(self, space: str, config: SpaceConfig, head: Head, now: float) -> _Copy:
+        """A copy from the local snapshot when it belongs to the feed's epoch, else an empty one."""
         try:
             index = VectorIndex.load(self.directory(space), config)
-        except IndexMissing:
-            logger.info("no saved %s vectors yet: starting an empty %s index", space, config.index_type)
-            return VectorIndex(config)
-        logger.info("loaded %s vectors v%d (%d vectors)", space, index.version, index.count)
-        return index
+        except VectorIndexError as exc:
+            logger.info("%s vectors: no usable local snapshot (%s); building from the store", space, exc)
+        else:
+            if index.epoch == head.epoch and head.pruned <= index.seq <= head.seq:
+                logger.info("%s vectors: local snapshot at %d, the feed at %d", space, index.seq, head.seq)
+                return _Copy(index, head.epoch, index.seq, now, now)
+            logger.info("%s vectors: the local snapshot is of another epoch or ahead; building from the store", space)
+        return _Copy(VectorIndex(config), head.epoch, 0, now, now)
 
-    def put(self, space: str, index: VectorIndex) -> None:
-        """Make ``index`` (just saved) the one this process uses."""
-        self._loaded[space] = _Loaded(index, manifest_stamp(self.directory(space)))
+    def _apply(self, space: str, copy: _Copy, head: Head) -> None:
+        if head.seq <= copy.seq:
+            return
+        started, changed = time.perf_counter(), 0
+        for batch in store_changes(space, after=copy.seq, upto=head.seq, live_only=copy.seq == 0):
+            if batch.removed.size:
+                changed += copy.index.remove(batch.removed)
+            if batch.items:
+                copy.index.add(batch.items, batch.vectors)
+                changed += len(batch.items)
+        logger.info(
+            "%s vectors: applied changes %d..%d (%d vectors) in %.3fs",
+            space, copy.seq + 1, head.seq, changed, time.perf_counter() - started,
+        )  # fmt: skip
+        copy.seq = head.seq
+        copy.since_snapshot += changed
+
+    def _snapshot(self, space: str, copy: _Copy) -> None:
+        """Save the copy as this host's local snapshot (a failure only costs a longer restart)."""
+        seq = copy.seq  # taken first: the state saved is at least this far along
+        try:
+            with self.locked(space):
+                copy.index.save(self.directory(space), epoch=copy.epoch, seq=seq)
+        except (OSError, VectorIndexError) as exc:
+            logger.warning("could not save the local %s snapshot: %s", space, exc)
+            return
+        copy.since_snapshot = 0
+
+    def snapshot(self, space: str) -> None:
+        """Save the space's copy now (``vectors snapshot``, before a planned restart)."""
+        index = self.get(space)
+        copy = self._copies[space]
+        assert copy.index is index
+        self._snapshot(space, copy)
 
     @contextmanager
     def locked(self, space: str) -> Iterator[None]:
-        """The space's cross-process writer lock: one writer at a time, in any process."""
-        with file_lock(self.directory(space) / WRITER_LOCK):
+        """The host's lock on the space's snapshot files: one process of this host saves at a time."""
+        with file_lock(self.directory(space) / SNAPSHOT_LOCK):
             yield
-
-    @contextmanager
-    def writing(self, space: str) -> Iterator[VectorIndex]:
-        """The latest saved index of the space, under the writer lock."""
-        with self.locked(space):
-            yield self.get(space, wait=True)
-
-    def commit(self, space: str, index: VectorIndex, change: Change) -> None:
-        """Make ``change``, already applied to ``index`` (inside :meth:`writing`), durable: appended to
-        the journal, or folded with it into a new snapshot when the journal is due (or there is none
-        to append to yet). A failed append leaves the journal as it was and, like a failed save,
-        makes this process forget the changed index."""
-        with self._lock(space):  # no reader thread of this process replays the record while it is appended
-            loaded = self._loaded.get(space)
-            if loaded is None or loaded.index is not index:
-                raise RuntimeError("commit() is for the index writing() gave")
-            touched = loaded.journal_vectors + change.added + int(change.removed.size)
-            if index.version == 0 or self._policy.due(touched, index.count):
-                self.save(space, index)
-                return
-            path = self._journal(space, index)
-            try:
-                loaded.journal_end = journal_append(path, change, valid_end=loaded.journal_end)
-            except OSError as exc:
-                self._loaded.pop(space, None)
-                raise IndexSaveFailed(
-                    f"could not append to the {space} journal ({exc}); the saved vectors are unchanged. Free space "
-                    f"in {self.directory(space)}, then run `manage.py vectors check --repair`"
-                ) from exc
-            except BaseException:
-                self._loaded.pop(space, None)
-                raise
-            loaded.journal_vectors = touched
-
-    def compact(self, space: str) -> None:
-        """Fold the space's journal into a new snapshot (inside :meth:`locked`; backups copy snapshots)."""
-        index = self.get(space, wait=True)
-        loaded = self._loaded[space]
-        if loaded.journal_end:
-            self.save(space, index)
-
-    def save(self, space: str, index: VectorIndex) -> None:
-        """Save (inside :meth:`writing`) and remember the new version as this process's.
-
-        A failed save (a full disk, say) leaves the saved version as it was; this process then forgets
-        the index it changed in memory, so its next use reloads the saved one instead of serving
-        vectors that were never saved."""
-        try:
-            index.save(self.directory(space))
-        except BaseException:
-            self._loaded.pop(space, None)
-            raise
-        self.put(space, index)
-
-
-def _apply(index: VectorIndex, change: Change) -> None:
-    if change.removed.size:
-        index.remove(change.removed)
-    if change.items:
-        index.add(change.items, change.vectors)
 
 
 _registry: VectorRegistry | None = None
@@ -223,13 +217,18 @@ def vector_registry() -> VectorRegistry:
     root = Path(settings.VECTORS_DIR)
     with _registry_lock:
         if _registry is None or _registry.root != root:
-            policy = JournalPolicy(settings.VECTORS_JOURNAL_FRACTION, settings.VECTORS_JOURNAL_MIN_VECTORS)
+            policy = SyncPolicy(
+                interval=settings.VECTORS_SYNC_SECONDS,
+                stale_max=settings.VECTORS_STALE_MAX_SECONDS,
+                fraction=settings.VECTORS_SNAPSHOT_FRACTION,
+                min_vectors=settings.VECTORS_SNAPSHOT_MIN_VECTORS,
+            )
             _registry = VectorRegistry(root, space_config, policy)
         return _registry
 
 
 def vector_registry_reset() -> None:
-    """Forget every loaded index (tests, or after settings change)."""
+    """Forget every loaded copy (tests, or after settings change)."""
     global _registry
     with _registry_lock:
         _registry = None

@@ -1,9 +1,9 @@
 """The vector store's operations: add, remove and search the vectors of graph nodes, per space.
 
-Writes take the space's writer lock, start from its latest state and commit their change to the
-space's journal (folded into a new snapshot now and then), so any number of processes may call
-them; searches use this process's registry, which reloads when another process saved a newer
-version and replays the journal records it has not seen.
+Writes go to the shared store (apps/vectors/store.py: the database every host reads) as one change
+of the space's ordered feed; searches use this process's in-memory copy (apps/vectors/registry.py),
+which follows that feed, so a vector written on any host is searchable on every host within
+``VECTORS_SYNC_SECONDS``, and at once in the process that wrote it.
 """
 
 from __future__ import annotations
@@ -15,38 +15,49 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from apps.vectors.config import check_space
-from apps.vectors.ids import vector_id
-from apps.vectors.index import prepare
-from apps.vectors.journal import Change, journal_path, journal_size
+from apps.vectors.config import check_space, space_config
+from apps.vectors.errors import IdCollision
+from apps.vectors.ids import vector_id, vector_ids
+from apps.vectors.index import last_wins, prepare
+from apps.vectors.models import StoredVector
 from apps.vectors.persistence import manifest_read
 from apps.vectors.registry import vector_registry
-from apps.vectors.types import VectorItem, VectorMatch
+from apps.vectors.store import store_add, store_count, store_head, store_remove
+from apps.vectors.types import Ids, VectorItem, VectorMatch
 
 logger = logging.getLogger(__name__)
 
 
-def vectors_add(*, space: str, items: Sequence[VectorItem], vectors: npt.ArrayLike, save: bool = True) -> int:
-    """Add (or replace) the vectors of these graph nodes, one row of ``vectors`` per item; then commit
-    (a journal record; the registry folds the journal into a snapshot when it has grown)."""
-    registry = vector_registry()
-    with registry.writing(check_space(space)) as index:
-        rows = prepare(vectors, index.dim, rows=len(items))
-        index.add(items, rows)
-        if save:
-            registry.commit(space, index, Change(items=tuple(items), vectors=rows))
-    logger.debug("added %d %s vectors", len(items), space)
+def vectors_add(*, space: str, items: Sequence[VectorItem], vectors: npt.ArrayLike) -> int:
+    """Add (or replace) the vectors of these graph nodes, one row of ``vectors`` per item, as one change."""
+    config = space_config(check_space(space))
+    rows = prepare(vectors, config.dim, rows=len(items))
+    ids, unique, rows = last_wins(vector_ids(item.node_id for item in items), items, rows)
+    if not unique:
+        return 0
+    _check_collisions(space, ids, unique)
+    store_add(config, ids, unique, rows)
+    vector_registry().changed(space)
+    logger.debug("added %d %s vectors", len(unique), space)
     return len(items)
 
 
-def vectors_remove(*, space: str, node_ids: Iterable[str], save: bool = True) -> int:
+def _check_collisions(space: str, ids: Ids, items: Sequence[VectorItem]) -> None:
+    known = dict(
+        StoredVector.objects.filter(space=space, vid__in=ids.tolist(), removed=False).values_list("vid", "node_id")
+    )
+    for vid, item in zip(ids.tolist(), items, strict=True):
+        if vid in known and known[vid] != item.node_id:
+            raise IdCollision(f"nodes {known[vid]!r} and {item.node_id!r} share vector id {vid}")
+
+
+def vectors_remove(*, space: str, node_ids: Iterable[str]) -> int:
     """Remove the vectors of these graph nodes (unknown ones are ignored); return how many were removed."""
-    registry = vector_registry()
-    with registry.writing(check_space(space)) as index:
-        ids = np.fromiter((vector_id(node_id) for node_id in node_ids), dtype=np.int64)
-        removed = index.remove(ids)
-        if save and removed:
-            registry.commit(space, index, Change(removed=ids))
+    config = space_config(check_space(space))
+    ids = np.unique(np.fromiter((vector_id(node_id) for node_id in node_ids), dtype=np.int64))
+    removed = store_remove(config, ids) if ids.size else 0
+    if removed:
+        vector_registry().changed(space)
     return removed
 
 
@@ -77,20 +88,19 @@ def vectors_get(*, space: str, node_ids: Sequence[str]) -> dict[str, npt.NDArray
 
 
 def vectors_info(*, space: str) -> dict[str, Any]:
-    """What this process has loaded for the space, and what is saved."""
+    """What this process's copy holds, where the shared feed stands, and this host's local snapshot."""
     registry = vector_registry()
     info = registry.get(check_space(space)).describe()
+    head = store_head(space)
+    position = registry.position(space)
     info["directory"] = str(registry.directory(space))
+    info["feed"] = {"seq": head.seq, "epoch": head.epoch, "stored": store_count(space), "pruned": head.pruned}
+    info["copy_seq"] = position[1] if position else None
     try:
         manifest = manifest_read(registry.directory(space))
-    except Exception as exc:  # shown, not raised: info must work on a broken index
+    except Exception as exc:  # shown, not raised: info must work without a snapshot
         info["saved"] = {"error": f"{type(exc).__name__}: {exc}"}
     else:
-        journal = journal_size(journal_path(registry.directory(space), manifest.version))
-        info["saved"] = {
-            "version": manifest.version,
-            "saved_at": manifest.saved_at,
-            "count": manifest.count,
-            "journal_bytes": journal,
-        }
+        info["saved"] = {"version": manifest.version, "saved_at": manifest.saved_at, "count": manifest.count,
+                         "seq": manifest.seq}  # fmt: skip
     return info

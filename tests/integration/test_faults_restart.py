@@ -185,14 +185,14 @@ def test_after_a_restart_of_everything_graph_vectors_log_and_anchors_agree(tmp_p
         restarted = seconds_since(restart)
 
         vectors = json.loads(checked(manage("vectors", "check", "--json", **RESTART_ENV)).stdout)
-        assert vectors["ok"] and vectors["graph"] == vectors["index"] >= 3, vectors
+        assert vectors["ok"] and vectors["graph"] == vectors["stored"] == vectors["host"] >= 3, vectors
         verified = manage("ledger", "verify", "--graph", "--json", **RESTART_ENV)
         report = json.loads(verified.stdout)
         assert verified.returncode == 0 and report["ok"], verified.stdout + verified.stderr
         assert report["anchors_checked"] >= 1 and report["graph_checked"] >= 3, report
         record(
             f"anchored in {len(rounds)} round(s); everything restarted in {restarted} s: vectors check "
-            f"({vectors['index']} vectors) and ledger verify --graph ({report['entries']} entries, "
+            f"({vectors['stored']} vectors) and ledger verify --graph ({report['entries']} entries, "
             f"{report['anchors_checked']} anchor(s)) agree"
         )
     finally:

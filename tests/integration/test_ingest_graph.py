@@ -358,7 +358,7 @@ def test_the_next_batch_embeds_while_the_graph_write_of_the_one_before_runs(
     from apps.vectors.registry import vector_registry
 
     [chunks] = query(empty_graph, "MATCH (c:Chunk) RETURN count(c) AS n")
-    assert vector_registry().get("text", wait=True).count == chunks["n"] >= 3
+    assert vector_registry().get("text").count == chunks["n"] >= 3
 
 
 def test_neo4j_lost_between_batches_leaves_the_extractor_free(

@@ -27,7 +27,7 @@ from apps.vectors.services import vectors_add, vectors_search
 from apps.vectors.types import VectorItem
 from tests.unit.vectors.fakes import hashing_embed
 
-pytestmark = [pytest.mark.integration]
+pytestmark = [pytest.mark.integration, pytest.mark.django_db]
 
 DIM = 32
 CHUNKS = ["Ada Lovelace wrote the first algorithm.", "Babbage designed the Analytical Engine.", "London fog."]
@@ -100,19 +100,23 @@ def test_graph_units_are_read_page_by_page(neo4j_driver: Driver, collection: dic
 def test_check_repair_and_rebuild(neo4j_driver: Driver, collection: dict[str, Any], vector_settings: None) -> None:
     name = collection["name"]
     report, ok = check_json("--collection", name)
-    assert not ok and report["graph"] == 6 and report["index"] == 0 and len(report["missing"]) == 6
+    assert not ok and report["graph"] == 6 and report["stored"] == 0 and len(report["missing"]) == 6
 
     report, ok = check_json("--collection", name, "--repair")
     assert ok and report["added"] == 6 and report["removed"] == 0
-    assert check_json("--collection", name) == ({**report, "missing": [], "added": 0, "index": 6, "ok": True}, True)
+    assert check_json("--collection", name) == (
+        {**report, "missing": [], "added": 0, "stored": 6, "host": 6, "ok": True},
+        True,
+    )
 
     ghost = "f" * 32  # a vector whose node is gone, and a chunk deleted from the graph
     vectors_add(space="text", items=[VectorItem(ghost, "Chunk", name)], vectors=embed(["ghost"]))
     deleted = collection["chunks"][2]["id"]
     run(neo4j_driver, "MATCH (c:Chunk {id: $id}) DETACH DELETE c", id=deleted)
     found = vectors_check(driver=neo4j_driver, space="text", collections={name})
-    assert (found.graph, found.index, found.missing) == (5, 7, [])
+    assert (found.graph, found.stored, found.missing) == (5, 7, [])
     assert found.extra == sorted([ghost, deleted])
+    assert (found.host, found.host_missing, found.host_extra) == (7, [], [])  # this process's copy follows the store
     report, ok = check_json("--collection", name, "--repair")
     assert report["removed"] == 2 and check_json("--collection", name)[1]
 

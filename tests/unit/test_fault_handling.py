@@ -29,9 +29,11 @@ from apps.ingest.models import IngestJob
 from apps.ingest.services import FileOutcome
 from apps.vectors import persistence
 from apps.vectors.errors import IndexSaveFailed
+from apps.vectors.ids import vector_ids
 from apps.vectors.index import VectorIndex
 from apps.vectors.persistence import manifest_read
-from apps.vectors.registry import VectorRegistry
+from apps.vectors.registry import SyncPolicy, VectorRegistry
+from apps.vectors.store import store_add
 from apps.vectors.types import SpaceConfig, VectorItem
 
 pytestmark = pytest.mark.django_db
@@ -184,13 +186,18 @@ def vectors(rows: int) -> Any:
     return np.random.default_rng(rows).random((rows, 4), dtype=np.float32)
 
 
-def test_a_save_failing_for_lack_of_space_keeps_the_previous_version(
+def _store(*names: str) -> None:
+    batch = [VectorItem(name, "Chunk", "c") for name in names]
+    store_add(CONFIG, vector_ids(names), batch, vectors(len(names)))
+
+
+@pytest.mark.django_db
+def test_a_snapshot_failing_for_lack_of_space_keeps_the_previous_one_and_the_copy_serves(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    registry = VectorRegistry(tmp_path, lambda space: CONFIG)
-    with registry.writing("text") as index:
-        index.add([VectorItem(f"n{i}", "Chunk", "c") for i in range(3)], vectors(3))
-        registry.save("text", index)
+    registry = VectorRegistry(tmp_path, lambda space: CONFIG, SyncPolicy(interval=0, fraction=0, min_vectors=1))
+    _store("n0", "n1", "n2")
+    assert registry.get("text").count == 3  # and a local snapshot at change 1
     saved = manifest_read(tmp_path / "text")
     real_write = persistence._write_index
 
@@ -202,13 +209,13 @@ def test_a_save_failing_for_lack_of_space_keeps_the_previous_version(
         return write
 
     monkeypatch.setattr(persistence, "_write_index", disk_full)
-    with pytest.raises(IndexSaveFailed, match="No space left on device"), registry.writing("text") as index:
-        index.add([VectorItem("late", "Chunk", "c")], vectors(1))
-        registry.save("text", index)
+    _store("late")
+    index = registry.get("text")
+    assert isinstance(index, VectorIndex) and index.count == 4, "the copy serves what the store holds"
     assert manifest_read(tmp_path / "text") == saved
     assert not [path for path in (tmp_path / "text").iterdir() if path.name.endswith(".tmp")]
-    reloaded = registry.get("text")
-    assert isinstance(reloaded, VectorIndex) and reloaded.count == 3, "the unsaved vector is not served"
+    with pytest.raises(IndexSaveFailed, match="No space left on device"):
+        index.save(tmp_path / "text", epoch=saved.epoch, seq=2)
 
 
 def test_the_search_page_answers_503_when_the_graph_is_down(monkeypatch: pytest.MonkeyPatch) -> None:

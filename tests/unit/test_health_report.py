@@ -85,17 +85,19 @@ def test_doctor_json(fake_checks: dict[str, Callable[[], CheckResult]], capsys: 
     assert body["checks"]["neo4j"]["fix"] == "fix neo4j"
 
 
-def test_the_vectors_check_reports_empty_saved_corrupt_and_mismatched_indexes(
+@pytest.mark.django_db
+def test_the_vectors_check_reports_an_empty_store_its_position_and_a_model_mismatch(
     tmp_path: Path, settings: SettingsWrapper
 ) -> None:
     import numpy as np
 
-    from apps.vectors.config import space_dir
+    from apps.vectors.registry import vector_registry, vector_registry_reset
     from apps.vectors.services import vectors_add
     from apps.vectors.types import VectorItem
 
     settings.VECTORS_DIR = tmp_path / "vectors"
     settings.VECTORS_TEXT_INDEX = "flat"
+    vector_registry_reset()
     assert checks.check_vectors().as_dict()["detail"] == "text: empty"
 
     vectors = np.eye(2, settings.VECTORS_TEXT_DIM, dtype=np.float32)
@@ -103,14 +105,12 @@ def test_the_vectors_check_reports_empty_saved_corrupt_and_mismatched_indexes(
         space="text", items=[VectorItem("a" * 32, "Chunk", "c"), VectorItem("b" * 32, "Chunk", "c")], vectors=vectors
     )
     report = checks.check_vectors()
-    assert report.ok and "text: 2 vectors (flat, v1)" in report.detail
+    assert report.ok and report.detail == "text: change 1 stored, not loaded in this process"
+    assert vector_registry().get("text").count == 2
+    assert checks.check_vectors().detail == "text: change 1 stored, this process at change 1"
 
     settings.VECTORS_TEXT_MODEL = "multilingual-e5-small"
     report = checks.check_vectors()
-    assert not report.ok and "the index holds all-MiniLM-L6-v2" in report.detail
+    assert not report.ok and "the store holds all-MiniLM-L6-v2" in report.detail
     assert "vectors rebuild" in str(report.as_dict()["fix"])
-
-    settings.VECTORS_TEXT_MODEL = "all-MiniLM-L6-v2"
-    (space_dir("text") / "manifest.json").write_text("{not json")
-    report = checks.check_vectors()
-    assert not report.ok and "unreadable" in report.detail
+    vector_registry_reset()

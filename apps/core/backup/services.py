@@ -142,8 +142,8 @@ def restore_checks(*, driver: Driver, manifest: Manifest) -> list[tuple[str, boo
     checks.append(("ledger", ledger == manifest.ledger, f"{ledger}, backup {manifest.ledger}"))
     for space in sorted(manifest.vectors):
         check = vectors_check(driver=driver, space=space)
-        detail = f"{check.graph} nodes, {check.index} vectors, {len(check.missing)} missing, {len(check.extra)} extra"
-        checks.append((f"vectors check {space}", check.ok and check.index == manifest.vectors[space], detail))
+        detail = f"{check.graph} nodes, {check.stored} vectors, {len(check.missing)} missing, {len(check.extra)} extra"
+        checks.append((f"vectors check {space}", check.ok and check.stored == manifest.vectors[space], detail))
     verified = log_verify(chain=chain_from_settings(read_only=True), driver=driver)
     first = verified.problems[0].message if verified.problems else "ok"
     detail = (

@@ -15,9 +15,9 @@ from apps.core.backup.vectors import vectors_dump, vectors_load, vectors_present
 from apps.ledger.maintenance import maintenance
 from apps.ledger.models import ChangeEntry
 from apps.ledger.services import tree_head
-from apps.vectors.persistence import manifest_read
-from apps.vectors.registry import vector_registry
+from apps.vectors.registry import vector_registry, vector_registry_reset
 from apps.vectors.services import vectors_add
+from apps.vectors.store import store_head
 from tests.support import renames_append
 from tests.unit.vectors.fakes import clustered, items
 
@@ -54,32 +54,29 @@ def test_the_portable_json_form_loads_in_maintenance_mode_and_leaves_it_off(tmp_
     assert ChangeEntry.objects.count() == 2
 
 
-def test_vectors_are_copied_and_restored_as_a_newer_version(vectors_dir: Path, tmp_path: Path) -> None:
-    vectors_add(space="text", items=items(0, 8), vectors=clustered(8, 32))  # the first save: v1
-    vectors_add(space="text", items=items(8, 10), vectors=clustered(2, 32, seed=1))  # in v1's journal
+@pytest.mark.django_db(transaction=True)
+def test_vectors_travel_in_the_database_part_and_a_restore_gives_every_host_a_new_epoch(
+    tmp_path: Path, settings: Settings
+) -> None:
+    settings.VECTORS_DIR = tmp_path / "vectors"
+    settings.VECTORS_TEXT_DIM, settings.VECTORS_TEXT_MODEL, settings.VECTORS_TEXT_INDEX = 32, "fake-model", "flat"
+    vector_registry_reset()
+    vectors_add(space="text", items=items(0, 8), vectors=clustered(8, 32))
+    vectors_add(space="text", items=items(8, 10), vectors=clustered(2, 32, seed=1))
     backup = tmp_path / "backup"
-    assert vectors_dump(folder=backup) == {"text": 10}  # the journal folded into v2 first
-    assert sorted(p.name for p in (backup / "vectors" / "text").iterdir()) == [
-        "index.2.faiss",
-        "manifest.json",
-        "sidecar.2.npz",
-    ]
+    backup.mkdir()
+    assert vectors_dump(folder=backup) == {"text": 10} and list(backup.iterdir()) == []
+    described = database_dump(folder=backup)
     vectors_add(space="text", items=items(10, 15), vectors=clustered(5, 32))
     assert vector_registry().get("text").count == 15
+    epoch = store_head("text").epoch
 
+    with maintenance(False):
+        database_load(folder=backup, described=described)
     assert vectors_load(folder=backup) == {"text": 10}
-    saved = manifest_read(vectors_dir / "text")
-    assert (saved.version, saved.count) == (3, 10)
-    assert vector_registry().get("text", wait=True).count == 10  # a running process reloads it
-
-
-def test_a_space_missing_from_the_backup_is_emptied(vectors_dir: Path, tmp_path: Path) -> None:
-    (tmp_path / "backup").mkdir()
-    assert vectors_dump(folder=tmp_path / "backup") == {}
-    vectors_add(space="text", items=items(0, 3), vectors=clustered(3, 32))
-    assert vectors_present()
-    assert vectors_load(folder=tmp_path / "backup") == {}
-    assert not vectors_present()
+    assert store_head("text").epoch != epoch and vectors_present()
+    assert vector_registry().get("text").count == 10  # this process's copy built again
+    vector_registry_reset()
 
 
 def test_media_files_are_copied_and_put_back(tmp_path: Path, settings: Settings) -> None:

@@ -10,8 +10,9 @@ from apps.vectors.registry import vector_registry_reset
 
 
 @pytest.fixture
-def vectors_dir(tmp_path: Path, settings: Settings) -> Iterator[Path]:
-    """A private VECTORS_DIR with a small text space (32-d, exact) and a fresh registry."""
+def vectors_dir(tmp_path: Path, settings: Settings, db: None) -> Iterator[Path]:
+    """A private VECTORS_DIR (the store in the test database) with a small text space (32-d, exact) and a
+    fresh registry."""
     settings.VECTORS_DIR = tmp_path / "vectors"
     settings.VECTORS_TEXT_DIM = 32
     settings.VECTORS_TEXT_MODEL = "fake-model"

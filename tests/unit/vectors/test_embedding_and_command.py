@@ -57,7 +57,8 @@ def test_info_prints_each_space_in_use(vectors_dir: Path, settings: Settings) ->
     out = StringIO()
     call_command("vectors", "info", "--space", "text", "--json", stdout=out)
     [info] = json.loads(out.getvalue())
-    assert info["count"] == 3 and info["saved"]["version"] == 1 and info["directory"] == str(vectors_dir / "text")
+    assert info["count"] == 3 and info["feed"] == {"seq": 1, "epoch": info["feed"]["epoch"], "stored": 3, "pruned": 0}
+    assert "no saved vector index" in info["saved"]["error"] and info["directory"] == str(vectors_dir / "text")
     out = StringIO()
     call_command("vectors", "info", stdout=out)
     assert "text: 3 vectors, flat" in out.getvalue() and "clip:" not in out.getvalue()  # no CLIP model: no space

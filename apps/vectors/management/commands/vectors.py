@@ -20,18 +20,26 @@ def _embedder(space: str) -> EmbedFn:
 
 
 class Command(BaseCommand):
-    help = "Inspect the FAISS vector indexes, check them against the graph, repair or rebuild them."
+    help = "Inspect the vectors (the shared store, this host's copy), check them against the graph, repair, rebuild."
 
     def add_arguments(self, parser: CommandParser) -> None:
         actions = parser.add_subparsers(dest="action", required=True)
-        rebuild = actions.add_parser("rebuild", help="re-embed every node of a space from Neo4j into a new index")
+        rebuild = actions.add_parser(
+            "rebuild", help="re-embed every node of a space from Neo4j into the store, in place of what it holds"
+        )
         rebuild.add_argument("--space", choices=SPACES, default="text")
-        check = actions.add_parser("check", help="compare an index with the graph (nodes without vectors, and back)")
+        check = actions.add_parser(
+            "check", help="compare the store with the graph, and this host's copy with the store"
+        )
         check.add_argument("--space", choices=SPACES, default="text")
         check.add_argument("--collection", action="append", dest="collections", help="only this collection (repeat)")
-        check.add_argument("--repair", action="store_true", help="add the missing vectors, remove the extra ones")
+        check.add_argument(
+            "--repair",
+            action="store_true",
+            help="add the missing vectors, remove the extra ones, rebuild a copy that differs",
+        )
         check.add_argument("--json", action="store_true", help="print the report as JSON")
-        info = actions.add_parser("info", help="what each index holds")
+        info = actions.add_parser("info", help="what this host's copy and the store hold")
         info.add_argument("--space", choices=SPACES, action="append", dest="spaces")
         info.add_argument("--json", action="store_true")
 
@@ -64,13 +72,15 @@ class Command(BaseCommand):
 
     def _write_check(self, report: CheckReport) -> None:
         self.stdout.write(
-            f"{report.space}: {report.graph} nodes in the graph, {report.index} vectors; "
-            f"{len(report.missing)} missing, {len(report.extra)} extra, {len(report.collisions)} id collisions"
+            f"{report.space}: {report.graph} nodes in the graph, {report.stored} vectors stored; "
+            f"{len(report.missing)} missing, {len(report.extra)} extra, {len(report.collisions)} id collisions; "
+            f"this host's copy: {report.host} vectors, {len(report.host_missing)} missing, "
+            f"{len(report.host_extra)} extra{' (rebuilt from the store)' if report.reloaded else ''}"
         )
         if report.added or report.removed:
             self.stdout.write(f"repaired: {report.added} added, {report.removed} removed")
         style = self.style.SUCCESS if report.ok else self.style.WARNING
-        self.stdout.write(style("in step with the graph" if report.ok else "out of step with the graph"))
+        self.stdout.write(style("in step with the graph" if report.ok else "out of step with the graph or the store"))
 
     def _info(self, options: dict[str, Any]) -> None:
         infos = [vectors_info(space=space) for space in options["spaces"] or spaces_in_use()]
@@ -81,6 +91,7 @@ class Command(BaseCommand):
             self.stdout.write(
                 f"{info['space']}: {info['count']} vectors, {info['index_type']}"
                 f"{' (trained)' if info['trained'] else ''}, {info['dimension']}-d {info['model']}, "
-                f"v{info['version']}, {info['tombstones']} tombstones, gpu={info['gpu']}; "
-                f"saved: {info['saved']}; {info.get('collections', {})}"
+                f"{info['tombstones']} tombstones, gpu={info['gpu']}; at change {info['copy_seq']} of "
+                f"{info['feed']['seq']} ({info['feed']['stored']} stored); local snapshot: {info['saved']}; "
+                f"{info.get('collections', {})}"
             )

@@ -1,0 +1,187 @@
+"""The shared vector store: writes of vectors and reads of the ordered feed of changes.
+
+Every change (a batch added, a batch removed) takes the next sequence number of its space: the
+writer first increments the space's ``VectorFeed.seq`` (an ``UPDATE`` that locks the row, on
+PostgreSQL and SQLite alike), then writes its rows with that number, then commits. Writers of one
+space thus commit in sequence order, so a reader that has applied everything up to ``seq`` and
+reads the rows above it misses nothing. Readers fetch the head first and then the rows up to it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from django.db import transaction
+from django.db.models import F
+
+from apps.vectors.errors import IndexMismatch
+from apps.vectors.models import StoredVector, VectorFeed, new_epoch
+from apps.vectors.types import Ids, SpaceConfig, VectorItem, Vectors
+
+FETCH_ROWS = 2000
+
+
+@dataclass(frozen=True)
+class Head:
+    """Where a space's feed stands."""
+
+    seq: int
+    epoch: str
+    model: str
+    dim: int
+    pruned: int
+
+
+@dataclass(frozen=True)
+class Batch:
+    """Rows of the feed, in the order read: the vectors to (re)place and the ids removed."""
+
+    items: list[VectorItem]
+    ids: Ids
+    vectors: Vectors
+    removed: Ids
+
+
+def _feed(space: str) -> VectorFeed:
+    """The space's feed row, created when it is the first change (by whichever writer gets there)."""
+    VectorFeed.objects.bulk_create([VectorFeed(space=space)], ignore_conflicts=True)
+    return VectorFeed.objects.get(space=space)
+
+
+def store_head(space: str) -> Head:
+    feed = VectorFeed.objects.filter(space=space).first()
+    if feed is None:
+        return Head(0, "", "", 0, 0)
+    return Head(feed.seq, feed.epoch, feed.model, feed.dim, feed.pruned)
+
+
+def _next_seq(config: SpaceConfig) -> int:
+    """Take the space's next sequence number (inside the writer's transaction: holds the row lock)."""
+    # the UPDATE comes first: it takes the row lock (PostgreSQL) or the write lock (SQLite) before
+    # anything is read, so no writer acts on a head another one is about to move
+    if not VectorFeed.objects.filter(space=config.space).update(seq=F("seq") + 1):
+        _feed(config.space)
+        VectorFeed.objects.filter(space=config.space).update(seq=F("seq") + 1)
+    feed = VectorFeed.objects.get(space=config.space)
+    if not feed.model:
+        VectorFeed.objects.filter(space=config.space).update(model=config.model, dim=config.dim)
+    elif (feed.model, feed.dim) != (config.model, config.dim):
+        raise IndexMismatch(
+            f"the stored {config.space} vectors are {feed.model} ({feed.dim}-d), settings ask for "
+            f"{config.model} ({config.dim}-d): run `manage.py vectors rebuild --space {config.space}`"
+        )
+    return feed.seq
+
+
+def store_add(config: SpaceConfig, ids: Ids, items: Sequence[VectorItem], vectors: Vectors) -> int:
+    """Write (or replace) these vectors as one change; return its sequence number."""
+    rows = np.ascontiguousarray(vectors, dtype=np.float32)
+    with transaction.atomic():
+        seq = _next_seq(config)
+        StoredVector.objects.bulk_create(
+            [
+                StoredVector(
+                    space=config.space,
+                    vid=int(vid),
+                    node_id=item.node_id,
+                    label=item.label,
+                    collection=item.collection,
+                    vector=row.tobytes(),
+                    seq=seq,
+                    removed=False,
+                )
+                for vid, item, row in zip(ids.tolist(), items, rows, strict=True)
+            ],
+            update_conflicts=True,
+            unique_fields=["space", "vid"],
+            update_fields=["node_id", "label", "collection", "vector", "seq", "removed"],
+        )
+    return seq
+
+
+def store_remove(config: SpaceConfig, ids: Ids) -> int:
+    """Mark these vector ids removed as one change; return how many stored vectors that removed."""
+    live = StoredVector.objects.filter(space=config.space, vid__in=[int(vid) for vid in ids.tolist()], removed=False)
+    if not live.exists():
+        return 0
+    with transaction.atomic():
+        seq = _next_seq(config)
+        return live.update(removed=True, vector=b"", seq=seq)
+
+
+def store_changes(space: str, *, after: int, upto: int, live_only: bool = False) -> Iterator[Batch]:
+    """The rows written by changes ``after < seq <= upto``, in batches (each row as it is now)."""
+    rows = StoredVector.objects.filter(space=space, seq__gt=after, seq__lte=upto)
+    if live_only:
+        rows = rows.filter(removed=False)
+    last_id = 0
+    while True:
+        chunk = list(
+            rows.filter(id__gt=last_id)
+            .order_by("id")
+            .values_list("id", "vid", "node_id", "label", "collection", "vector", "removed")[:FETCH_ROWS]
+        )
+        if not chunk:
+            return
+        last_id = chunk[-1][0]
+        live = [row for row in chunk if not row[6]]
+        yield Batch(
+            items=[VectorItem(node, label, collection) for _, _, node, label, collection, _, _ in live],
+            ids=np.array([row[1] for row in live], dtype=np.int64),
+            vectors=_rows([bytes(row[5]) for row in live]),
+            removed=np.array([row[1] for row in chunk if row[6]], dtype=np.int64),
+        )
+
+
+def _rows(blobs: list[bytes]) -> Vectors:
+    if not blobs:
+        return np.empty((0, 0), np.float32)
+    return np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(blobs), -1)
+
+
+def store_ids(space: str, collections: set[str] | None = None, *, upto: int | None = None) -> dict[int, str]:
+    """The live vector ids of the space (only of ``collections`` if given, only as written by changes
+    up to ``upto`` if given), each with its node id."""
+    rows = StoredVector.objects.filter(space=space, removed=False)
+    if upto is not None:
+        rows = rows.filter(seq__lte=upto)
+    if collections is not None:
+        rows = rows.filter(collection__in=sorted(collections))
+    return dict(rows.values_list("vid", "node_id").iterator(chunk_size=FETCH_ROWS))
+
+
+def store_changed_after(space: str, seq: int) -> set[int]:
+    """The vector ids that changes after ``seq`` wrote (added, replaced or removed)."""
+    return set(StoredVector.objects.filter(space=space, seq__gt=seq).values_list("vid", flat=True))
+
+
+def store_clear(config: SpaceConfig) -> None:
+    """Drop every stored vector of the space; a new epoch, made with the configured model."""
+    with transaction.atomic():
+        feed = _feed(config.space)
+        StoredVector.objects.filter(space=config.space).delete()
+        feed.epoch, feed.model, feed.dim, feed.pruned = new_epoch(), config.model, config.dim, feed.seq
+        feed.save(update_fields=["epoch", "model", "dim", "pruned"])
+
+
+def store_count(space: str) -> int:
+    return StoredVector.objects.filter(space=space, removed=False).count()
+
+
+def store_renew() -> None:
+    """Give every space a new epoch, so every reader builds its copy again from the rows (after a
+    restore of the database, whose rows no local snapshot can be trusted to match)."""
+    for feed in VectorFeed.objects.all():
+        VectorFeed.objects.filter(space=feed.space).update(epoch=new_epoch())
+
+
+def store_prune(space: str, *, below: int) -> int:
+    """Drop the tombstones of changes at or below ``below`` (readers that are behind it reload)."""
+    with transaction.atomic():
+        feed = _feed(space)
+        upto = min(below, feed.seq)
+        dropped, _ = StoredVector.objects.filter(space=space, removed=True, seq__lte=upto).delete()
+        VectorFeed.objects.filter(space=space, pruned__lt=upto).update(pruned=upto)
+    return dropped
