@@ -87,6 +87,8 @@ def neo4j_command() -> list[str]:
         str(settings.NEO4J_BOLT_PORT),
         "--page-cache",
         settings.NEO4J_PAGE_CACHE,
+        "--database",
+        settings.NEO4J_DATABASE,
     ]
 
 

@@ -3,52 +3,20 @@
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import subprocess
-import tempfile
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
+from tests.postgres import postgres_server
 from tests.support import free_port, manage
 
 pytestmark = pytest.mark.integration
 
 
-def _pg_bin() -> Path:
-    found = sorted(Path("/usr/lib/postgresql").glob("*/bin/initdb"))
-    if not found:
-        pytest.fail("PostgreSQL server binaries not found under /usr/lib/postgresql (apt-get install postgresql)")
-    return found[-1].parent
-
-
-def _as_postgres(*command: str) -> None:
-    prefix = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
-    subprocess.run([*prefix, *command], check=True, capture_output=True, text=True, timeout=120)
-
-
 @pytest.fixture(scope="module")
 def postgres_url() -> Iterator[str]:
-    bin_dir = _pg_bin()
-    root = Path(tempfile.mkdtemp(prefix="ragkg-pg-"))
-    root.chmod(0o755)
-    data = root / "data"
-    data.mkdir()
-    if os.geteuid() == 0:
-        shutil.chown(root, "postgres")
-        shutil.chown(data, "postgres")
-    port = free_port()
-    _as_postgres(str(bin_dir / "initdb"), "-D", str(data), "-U", "ragkg", "--auth=trust", "-E", "UTF8")
-    options = f"-p {port} -k {root} -c listen_addresses=127.0.0.1 -c fsync=off"
-    _as_postgres(str(bin_dir / "pg_ctl"), "-D", str(data), "-o", options, "-l", str(root / "pg.log"), "-w", "start")
-    try:
-        _as_postgres(str(bin_dir / "createdb"), "-h", "127.0.0.1", "-p", str(port), "-U", "ragkg", "ragkg")
-        yield f"postgres://ragkg@127.0.0.1:{port}/ragkg"
-    finally:
-        _as_postgres(str(bin_dir / "pg_ctl"), "-D", str(data), "-m", "fast", "-w", "stop")
-        shutil.rmtree(root, ignore_errors=True)
+    with postgres_server() as url:
+        yield url
 
 
 def test_migrations_and_health_on_postgresql(postgres_url: str) -> None:

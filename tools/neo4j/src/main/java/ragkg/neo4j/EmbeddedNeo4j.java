@@ -47,7 +47,7 @@ import sun.misc.Signal;
  *     --add-opens=java.base/java.nio=ALL-UNNAMED --add-opens=java.base/java.io=ALL-UNNAMED \
  *     --add-opens=java.base/sun.nio.ch=ALL-UNNAMED \
  *     -cp 'tools/neo4j/target/classes:tools/neo4j/target/lib/*' \
- *     ragkg.neo4j.EmbeddedNeo4j --home DIR --port 7687 [--page-cache 64m]
+ *     ragkg.neo4j.EmbeddedNeo4j --home DIR --port 7687 [--page-cache 64m] [--database neo4j]
  * </pre>
  *
  * <p>or {@code java -Xmx768m -jar tools/neo4j/target/ragkg-embedded-neo4j.jar --home ...}, whose
@@ -58,6 +58,7 @@ import sun.misc.Signal;
  *       Neo4j's logs under {@code DIR/logs} ({@code debug.log}, {@code neo4j.log}).
  *   <li>{@code --port N}: the Bolt port, bound to 127.0.0.1 only. No HTTP/HTTPS connector.
  *   <li>{@code --page-cache SIZE}: page cache size, e.g. {@code 64m} (default) or {@code 256m}.
+ *   <li>{@code --database NAME}: the user database a new home is created with ({@code neo4j} by default).
  * </ul>
  *
  * <p>Authentication is enabled; the single user is {@code neo4j}, whose password is taken from the
@@ -176,6 +177,9 @@ public final class EmbeddedNeo4j {
         config.put(GraphDatabaseSettings.pagecache_memory, opts.pageCacheBytes);
         config.put(GraphDatabaseSettings.logs_directory, logs);
         config.put(GraphDatabaseSettings.udc_enabled, false);
+        // The user database a new home starts with (the one NEO4J_DATABASE names); an existing home
+        // keeps the one it was created with, and a name it lacks stops the start below.
+        config.put(GraphDatabaseSettings.initial_default_database, opts.database);
         config.put(BoltConnector.enabled, true);
         config.put(BoltConnector.listen_address, new SocketAddress("127.0.0.1", opts.port));
         config.put(BoltConnector.advertised_address, new SocketAddress("127.0.0.1", opts.port));
@@ -203,10 +207,15 @@ public final class EmbeddedNeo4j {
         }
         setPassword(system, password);
 
-        GraphDatabaseService db = dbms.database(GraphDatabaseSettings.DEFAULT_DATABASE_NAME);
+        GraphDatabaseService db;
+        try {
+            db = dbms.database(opts.database);
+        } catch (org.neo4j.dbms.api.DatabaseNotFoundException e) {
+            throw new IllegalStateException("the database '" + opts.database + "' does not exist in " + home
+                    + " (a home keeps the database it was created with)");
+        }
         if (!db.isAvailable(DB_AVAILABLE_TIMEOUT_MS)) {
-            throw new IllegalStateException("the database '"
-                    + GraphDatabaseSettings.DEFAULT_DATABASE_NAME + "' did not become available");
+            throw new IllegalStateException("the database '" + opts.database + "' did not become available");
         }
         waitForBolt(opts.port);
         System.err.printf(Locale.ROOT, "embedded-neo4j: started in %d ms (home %s, logs in %s)%n",
@@ -323,12 +332,13 @@ public final class EmbeddedNeo4j {
     }
 
     private static final class Options {
-        static final String USAGE = "usage: EmbeddedNeo4j --home DIR --port N [--page-cache SIZE]"
+        static final String USAGE = "usage: EmbeddedNeo4j --home DIR --port N [--page-cache SIZE] [--database NAME]"
                 + "  (password in env " + PASSWORD_ENV + ")";
 
         Path home;
         int port = -1;
         long pageCacheBytes = parseSize(DEFAULT_PAGE_CACHE);
+        String database = GraphDatabaseSettings.DEFAULT_DATABASE_NAME;
 
         static Options parse(String[] args) {
             Options o = new Options();
@@ -363,6 +373,12 @@ public final class EmbeddedNeo4j {
                         break;
                     case "--page-cache":
                         o.pageCacheBytes = parseSize(value);
+                        break;
+                    case "--database":
+                        if (!value.matches("[a-z][a-z0-9.-]{2,62}")) {
+                            throw new IllegalArgumentException("bad database name: " + value);
+                        }
+                        o.database = value;
                         break;
                     default:
                         throw new IllegalArgumentException("unknown argument: " + a);
