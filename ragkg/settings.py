@@ -390,6 +390,11 @@ VECTORS_GPU = env_choice("VECTORS_GPU", "auto", ("auto", "off"))
 
 # --- answering (docs/answering.md) -------------------------------------------------------
 # Seeds: the nearest chunks, table rows and images in the text space (and images in CLIP's).
+# The answer cache (apps/answers/cache.py): a repeated question is answered from the last finished answer
+# while the change log shows no change to its collections; answers started within
+# ANSWER_CACHE_SETTLE_SECONDS of such a change are not cached (its graph and vector writes may be under way).
+ANSWER_CACHE = env_bool("ANSWER_CACHE", True)
+ANSWER_CACHE_SETTLE_SECONDS = env_float("ANSWER_CACHE_SETTLE_SECONDS", 10.0, minimum=0.0)
 ANSWER_K_CHUNKS = env_int("ANSWER_K_CHUNKS", 10, minimum=1)
 ANSWER_K_ROWS = env_int("ANSWER_K_ROWS", 4, minimum=0)
 ANSWER_K_IMAGES = env_int("ANSWER_K_IMAGES", 4, minimum=0)

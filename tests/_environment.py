@@ -40,6 +40,9 @@ TEST_ENVIRONMENT = {
     # kept: no refusal of unsupported short answers here (the tests of that set it; the browser stack runs
     # the product's setting).
     "ANSWER_MIN_ANSWER_SUPPORT": "0",
+    # Tests ask the same questions of changing stacks (stopped workers, full queues) and expect each ask to
+    # run; the tests of the answer cache turn it on (tests/unit/answers/test_cache.py, tests/integration).
+    "ANSWER_CACHE": "0",
     "RAGKG_MODEL_CACHE_DIR": str(Path.home() / ".cache" / "ragkg" / "models"),
     "HEALTH_CHECK_TIMEOUT": "3.0",
     "TRACING_EXPORTER": "memory",

@@ -44,6 +44,10 @@ class Answer(models.Model):
     ledger = models.JSONField(default=dict)
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    # the answer cache (apps/answers/cache.py): what the answer depends on besides the knowledge, and
+    # the change-log position read before its retrieval (null: not to be served from the cache)
+    cache_key = models.CharField(max_length=64, blank=True, db_index=True)
+    log_position = models.PositiveBigIntegerField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created_at"]

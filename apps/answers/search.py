@@ -20,7 +20,7 @@ from django import forms
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.models import User
 from django.core.paginator import Paginator
-from django.http import Http404, HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBase, JsonResponse, StreamingHttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
@@ -28,6 +28,7 @@ from apps.accounts.access import readable_collections
 from apps.accounts.models import Collection
 from apps.answers import services, streams
 from apps.answers.access import SESSION_KEY, answer_for, answer_remember, answer_visible
+from apps.answers.etag import answer_etag, etag_respond
 from apps.answers.examples import example_questions
 from apps.answers.feedback import FeedbackError, feedback_check, feedback_of, feedback_record
 from apps.answers.followup import follow_up
@@ -210,17 +211,23 @@ def answer_stop_view(request: HtmxHttpRequest, answer_id: uuid.UUID) -> HttpResp
 
 
 @require_GET
-def answer_page(request: HtmxHttpRequest, answer_id: uuid.UUID) -> HttpResponse:
-    """One answer: the whole page, or (for htmx, when its stream ends) the answer fragment."""
+def answer_page(request: HtmxHttpRequest, answer_id: uuid.UUID) -> HttpResponseBase:
+    """One answer: the whole page (with the answer's ETag: a matching If-None-Match gets 304), or (for
+    htmx, when its stream ends) the answer fragment."""
     answer = answer_for(request, answer_id)
-    context = answer_context(answer, user=request.user)
     if request.htmx:
-        return render(request, f"{TEMPLATE}#result", context)
-    form = question_form(
-        readable=readable_collections(request.user),
-        initial={"question": answer.question, "evidence_only": not answer.generate},
-    )
-    return render(request, TEMPLATE, {**context, "form": form})
+        return render(request, f"{TEMPLATE}#result", answer_context(answer, user=request.user))
+
+    def page() -> HttpResponse:
+        form = question_form(
+            readable=readable_collections(request.user),
+            initial={"question": answer.question, "evidence_only": not answer.generate},
+        )
+        return render(request, TEMPLATE, {**answer_context(answer, user=request.user), "form": form})
+
+    mine = feedback_of(answer, request.user)  # the page shows the reader's own verdict too
+    extra = "" if mine is None else f"{mine.vote}\n{mine.note}"
+    return etag_respond(request, answer_etag(answer, extra=extra), page)
 
 
 def _event(name: str, **data: Any) -> str:

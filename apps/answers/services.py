@@ -9,6 +9,7 @@ evidence is still returned.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -20,6 +21,7 @@ from redis import RedisError
 
 from apps.answers import streams
 from apps.answers.admission import generation_admit
+from apps.answers.cache import cache_copy, cache_key, cache_lookup, cached_from, log_position, settled
 from apps.answers.generation import answer_not_found
 from apps.answers.models import Answer
 from apps.answers.pipeline import RetrievalParams, RetrievalTools, retrieve
@@ -28,7 +30,7 @@ from apps.answers.support import EvidenceParams, evidence_measure, evidence_suff
 from apps.answers.types import STAGES, AnswerError, Retrieval
 from apps.core.workers import queue_consumers, queue_unserved
 from apps.ledger.services import knowledge_stand
-from apps.observability.metrics import answers_count, generation_observe
+from apps.observability.metrics import answer_cache_count, answers_count, generation_observe
 from apps.observability.tracing import request_span
 from apps.provenance.services import answer_token_provenance
 from apps.vectors.errors import VectorIndexError
@@ -83,11 +85,20 @@ def answer_retrieve(*, question: str, collections: Scope, tools: RetrievalTools,
 
 
 def answer_record(
-    *, retrieval: Retrieval, generate: bool, mode: str, user: AbstractBaseUser | None, model_names: dict[str, str]
+    *,
+    retrieval: Retrieval,
+    generate: bool,
+    mode: str,
+    user: AbstractBaseUser | None,
+    model_names: dict[str, str],
+    cache: tuple[str, int] | None = None,
 ) -> Answer:
-    """Store the question, its evidence and the prompt (state ``retrieved``, or ``done`` without generation)."""
+    """Store the question, its evidence and the prompt (state ``retrieved``, or ``done`` without generation);
+    ``cache``: its key and log position, when it may be served from the answer cache once done."""
     analysis = retrieval.analysis
     return Answer.objects.create(
+        cache_key=cache[0] if cache else "",
+        log_position=cache[1] if cache else None,
         question=retrieval.question,
         collections=None if retrieval.collections is None else list(retrieval.collections),
         user=user if isinstance(user, User) else None,
@@ -210,7 +221,7 @@ def _revoke(task_id: str) -> None:
 def answer_result(answer: Answer) -> dict[str, Any]:
     """The answer as the API and ``ask --json`` give it."""
     timings = {stage: float(answer.timings_ms.get(stage, 0.0)) for stage in STAGES}
-    for extra in ("queue", "attribution"):  # waiting for a gpu worker; token attribution after generation
+    for extra in ("queue", "attribution", "cache"):  # waiting for a gpu worker; attribution; a cache hit
         if extra in answer.timings_ms:
             timings[extra] = float(answer.timings_ms[extra])
     return {
@@ -229,6 +240,7 @@ def answer_result(answer: Answer) -> dict[str, Any]:
         "generation": answer.generation,
         "models": answer.model_names,
         "ledger": answer.ledger,
+        "cached_from": cached_from(answer),
     }
 
 
@@ -254,10 +266,23 @@ def answer_start(
     tools: RetrievalTools,
     params: RetrievalParams,
 ) -> Answer:
-    """Retrieve, record, and queue the generation; the returned answer is ``done`` or ``retrieved``.
+    """Answer from the cache when it holds a current answer (``apps.answers.cache``); otherwise
+    retrieve, record, and queue the generation. The returned answer is ``done`` or ``retrieved``.
     A full generation queue, or too long a wait for a worker, raises Busy first (``generation_admit``),
     before retrieval. Nothing found (an empty scope included) fails the answer with NOTHING_FOUND, no
     generation queued."""
+    started = time.time()
+    names = model_names(tools)
+    key = cache_key(
+        question=question_check(question), collections=collections, mode=mode, generate=generate, models=names,
+        params=params,
+    )  # fmt: skip
+    found = cache_lookup(key=key, collections=collections)
+    answer_cache_count(found is not None)
+    if found is not None:
+        return cache_copy(found, question=question_check(question), user=user, started=started)
+    position = log_position()  # before retrieval: any entry appended from now on is "since"
+    cacheable = settings.ANSWER_CACHE and settled(collections)
     if generate:  # before anything is recorded: a refused question leaves no answer behind
         generation_admit()
     with request_span("ask", mode=mode, generate=generate):
@@ -265,8 +290,9 @@ def answer_start(
         evidence = evidence_measure(retrieval.question, retrieval.sources)
         retrieval.stats["evidence"] = evidence.as_dict()
         answer = answer_record(
-            retrieval=retrieval, generate=generate, mode=mode, user=user, model_names=model_names(tools)
-        )
+            retrieval=retrieval, generate=generate, mode=mode, user=user, model_names=names,
+            cache=(key, position) if cacheable else None,
+        )  # fmt: skip
         if generate and not retrieval.sources:
             answer_fail(answer, NOTHING_FOUND)
         elif generate and not evidence_sufficient(evidence, evidence_params()):

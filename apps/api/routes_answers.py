@@ -5,12 +5,14 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from django.http import HttpRequest, StreamingHttpResponse
+from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
+from django.utils.cache import patch_vary_headers
 from ninja import Router
 
 from apps.accounts.access import readable_collections
 from apps.accounts.roles import can_audit
 from apps.answers.access import answer_visible
+from apps.answers.etag import answer_etag, etag_matches, etag_respond
 from apps.answers.models import Answer
 from apps.answers.services import answer_result
 from apps.answers.views import answer_events
@@ -32,11 +34,20 @@ def _shaped(result: dict[str, Any]) -> dict[str, Any]:
     return {**result, "error": result.get("error") or "", "citations": citations_of(result)}
 
 
+def _tagged(response: HttpResponse, answer_id: str, result: dict[str, Any]) -> None:
+    """The answer's ``ETag`` and caching headers on ``response`` (apps/answers/etag.py)."""
+    answer = Answer.objects.get(id=answer_id)
+    response["ETag"] = answer_etag(answer, result)
+    response["Cache-Control"] = "no-cache"
+    patch_vary_headers(response, ("Cookie", "Authorization"))
+
+
 @router.post("/ask", response={200: AnswerOut, **REFUSALS, **BUSY}, tags=["answers"])
-def ask(request: HttpRequest, body: AskIn) -> Any:
+def ask(request: HttpRequest, body: AskIn, response: HttpResponse) -> Any:
     """Ask over the caller's readable collections (or the ones named among them). With ``stream`` the
     answer comes as ``application/x-ndjson`` events (``retrieval``, ``token``..., ``done``), as from
-    ``POST /api/ask``."""
+    ``POST /api/ask``. A repeated question may be answered from the answer cache (``cached_from``).
+    The response carries the answer's ``ETag`` (``GET /answers/{id}`` honours ``If-None-Match``)."""
     if "\x00" in body.question:
         raise ApiError(400, "invalid_request", "question: must not contain NUL characters")
     if not body.stream:
@@ -47,12 +58,13 @@ def ask(request: HttpRequest, body: AskIn) -> Any:
             mode=body.mode,
             generate=body.generate,
         )
+        _tagged(response, result["answer_id"], result)
         return _shaped(result)
     answer = asking.ask_start(user=request.user, question=body.question, collections=body.collections, mode=body.mode)
-    response = StreamingHttpResponse(answer_events(answer), content_type="application/x-ndjson")
-    response["Cache-Control"] = "no-cache"
-    response["X-Accel-Buffering"] = "no"
-    return response
+    streamed = StreamingHttpResponse(answer_events(answer), content_type="application/x-ndjson")
+    streamed["Cache-Control"] = "no-cache"
+    streamed["X-Accel-Buffering"] = "no"
+    return streamed
 
 
 def _answer(request: HttpRequest, answer_id: str) -> Answer:
@@ -70,11 +82,18 @@ def _answer(request: HttpRequest, answer_id: str) -> Answer:
     return answer
 
 
-@router.get("/answers/{answer_id}", response={200: AnswerOut, **REFUSALS}, tags=["answers"])
-def answer_get(request: HttpRequest, answer_id: str) -> dict[str, Any]:
+@router.get("/answers/{answer_id}", response={200: AnswerOut, 304: None, **REFUSALS}, tags=["answers"])
+def answer_get(request: HttpRequest, answer_id: str, response: HttpResponse) -> Any:
     """One answer with its sources, token provenance and citations: the caller's own, or (auditors)
-    any answer drawn only from collections they can read."""
-    return _shaped(answer_result(_answer(request, answer_id)))
+    any answer drawn only from collections they can read. Its ``ETag`` is made from the answer and the
+    change-log tree head it stood on; with a matching ``If-None-Match`` the answer is 304, no body."""
+    answer = _answer(request, answer_id)
+    result = answer_result(answer)
+    etag = answer_etag(answer, result)
+    if etag_matches(request, etag):
+        return etag_respond(request, etag, HttpResponse)
+    _tagged(response, answer_id, result)
+    return _shaped(result)
 
 
 def _entry(request: HttpRequest, seq: int) -> Any:

@@ -136,6 +136,9 @@ class AnswerOut(Schema):
     generation: dict[str, Any]
     models: dict[str, str]
     ledger: dict[str, Any]
+    cached_from: str | None = Field(
+        None, description="the answer this one was copied from when the answer cache served it (docs/answering.md)"
+    )
 
 
 class EntryOut(Schema):

@@ -46,6 +46,9 @@ STAGE_SECONDS = Histogram(
     registry=REGISTRY,
 )
 ANSWERS = Counter("ragkg_answers", "Answers given, by outcome.", ["outcome"], registry=REGISTRY)
+ANSWER_CACHE = Counter(
+    "ragkg_answer_cache", "Questions looked up in the answer cache, by result.", ["result"], registry=REGISTRY
+)
 TOKENS_PER_SECOND = Histogram(
     "ragkg_generation_tokens_per_second",
     "Generated tokens per second of generation, one observation per answer.",
@@ -68,6 +71,10 @@ def stage_observe(stage: str, seconds: float) -> None:
 def answers_count(outcome: str) -> None:
     """Count one answer with ``outcome`` (a small fixed set of words, e.g. ok, no_context, error)."""
     ANSWERS.labels(outcome=outcome).inc()
+
+
+def answer_cache_count(hit: bool) -> None:
+    ANSWER_CACHE.labels(result="hit" if hit else "miss").inc()
 
 
 def generation_observe(tokens: int, seconds: float, first_token_seconds: float | None) -> None:

@@ -400,3 +400,27 @@ def test_ask_json_answers_through_the_gpu_worker(live_services: None, tmp_path: 
     assert retrieval_only["answer"] == "" and retrieval_only["sources"] == result["sources"]
     empty = manage("ask", "   ", "--json")
     assert empty.returncode == 1 and json.loads(empty.stdout)["error"] == "Please type a question."
+
+
+def test_a_repeated_question_comes_from_the_cache_until_a_cited_document_is_deleted(
+    corpus: dict[str, str], tools: RetrievalTools, settings: Settings, empty_graph: Driver
+) -> None:
+    settings.ANSWER_CACHE = True
+    settings.MAX_GPU_QUEUE = 10  # the stand-in worker reads the database; the queue's messages stay unread
+    with stand_in_worker(settings):
+        fresh = ask_moss(tools, generate=True)  # the corpus was logged a moment ago: not cached (settling)
+        assert ask_moss(tools, generate=True)["cached_from"] is None
+        settings.ANSWER_CACHE_SETTLE_SECONDS = 0
+        first = ask_moss(tools, generate=True)
+        again = ask_moss(tools, generate=True)
+    assert fresh["state"] == first["state"] == "done" and first["cached_from"] is None
+    assert again["cached_from"] == first["answer_id"] and again["answer_id"] != first["answer_id"]
+    assert (again["answer"], again["sources"], again["tokens"]) == (first["answer"], first["sources"], first["tokens"])
+    assert again["timings_ms"]["cache"] < 1000, again["timings_ms"]
+    assert corpus["society.txt"] in {source["document_id"] for source in first["sources"]}
+
+    assert document_delete(driver=empty_graph, document_id=corpus["society.txt"], actor="curator:cy")
+    with stand_in_worker(settings):
+        after = ask_moss(tools, generate=True)
+    assert after["cached_from"] is None and after["answer_id"] not in (first["answer_id"], again["answer_id"])
+    assert corpus["society.txt"] not in {source["document_id"] for source in after["sources"]}
