@@ -189,13 +189,19 @@ class Client:
             return response, response.status_code == 200, "", {"path": path}
         if kind in ("ask_retrieval", "ask_full"):
             generate = kind == "ask_full"
-            body: dict[str, str | bool] = {"question": self.question(), "generate": generate, "stream": False}
+            body: dict[str, Any] = {
+                "question": self.question(), "generate": generate, "stream": False, "collections": [COLLECTION],
+            }  # fmt: skip
             response = session.post(f"{base}/api/ask", json=body, timeout=timeout)
             if response.status_code != 200:
                 return response, False, "", {}
             data = response.json()
             state = str(data.get("state", ""))
-            extra = {"state": state, "queue_ms": (data.get("timings_ms") or {}).get("queue")}
+            extra = {
+                "state": state,
+                "queue_ms": (data.get("timings_ms") or {}).get("queue"),
+                "cached": bool(data.get("cached_from")),
+            }
             return response, state == "done", f"answer {state}: {str(data.get('error', ''))[:80]}", extra
         if kind == "upload":
             number = self._next()
@@ -392,7 +398,7 @@ def _ms(value: float | None) -> str:
 
 def markdown(report: dict[str, Any]) -> str:
     lines = [
-        f"# Load mix ({report['run']}), {report['machine']}",
+        f"# Load mix ({report['run']}), {report['machine']}; answer cache on: {report.get('answer_cache_enabled')}",
         "",
         f"Sustainable rate: **{report['sustainable_per_s']} req/s** "
         f"(every request answered, p95 within {json.dumps(report['p95_bound_ms'])} ms). "
@@ -411,6 +417,18 @@ def markdown(report: dict[str, Any]) -> str:
                 f"| {step['offered_per_s']:g} | {kind} | {s['sent']} | {s['throughput_per_s']:.2f} | {_ms(lat['p50'])} "
                 f"| {_ms(lat['p95'])} | {_ms(lat['p99'])} | {s['shed']} | {s['failed']} | {s['timeout']} | {s['lost']} "
                 f"| {queue.get('gpu', {}).get('max', '-')} | {queue.get('ingest', {}).get('max', '-')} |"
+            )
+    lines += ["", "Answer cache (`ANSWER_CACHE`): answered asks served from it, and latency of hits / misses:", ""]
+    lines += [
+        "| offered/s | kind | answered | hits | hit rate | hit p50/p95 ms | miss p50/p95 ms |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for step in report["steps"]:
+        for kind, c in step.get("answer_cache", {}).items():
+            lines.append(
+                f"| {step['offered_per_s']:g} | {kind} | {c['answered']} | {c['hits']} | {c['hit_rate']} "
+                f"| {_ms(c['hit_ms']['p50'])} / {_ms(c['hit_ms']['p95'])} "
+                f"| {_ms(c['miss_ms']['p50'])} / {_ms(c['miss_ms']['p95'])} |"
             )
     acc = report["accounting"]
     lines += [
@@ -500,6 +518,7 @@ def main() -> int:
         "corpus": corpus,
         "warm_up": warm_up,
         "sustainable_per_s": sustainable,
+        "answer_cache_enabled": settings.ANSWER_CACHE,
         "shed_not_timeouts": shed_not_timeouts(run["steps"], sustainable),
         "accounting": accounting(run["scheduled"], results),
         "answers": answers,

@@ -111,6 +111,24 @@ def kind_summary(results: Sequence[Result], seconds: float) -> dict[str, Any]:
     }
 
 
+def cache_summary(results: Sequence[Result]) -> dict[str, Any]:
+    """The answered asks served by the answer cache (``extra["cached"]``): their share, and the
+    latency (ms) of hits and of misses, per ask kind."""
+    summary: dict[str, Any] = {}
+    for kind in sorted({r.kind for r in results if r.kind.startswith("ask")}):
+        answered = [r for r in results if r.kind == kind and r.outcome == ANSWERED]
+        hits = [r.seconds for r in answered if r.extra.get("cached")]
+        misses = [r.seconds for r in answered if not r.extra.get("cached")]
+        summary[kind] = {
+            "answered": len(answered),
+            "hits": len(hits),
+            "hit_rate": round(len(hits) / len(answered), 3) if answered else None,
+            "hit_ms": {"p50": percentile(hits, 50), "p95": percentile(hits, 95)},
+            "miss_ms": {"p50": percentile(misses, 50), "p95": percentile(misses, 95)},
+        }
+    return summary
+
+
 def step_summary(
     results: Sequence[Result], *, rate: float, seconds: float, bounds_ms: Mapping[str, float]
 ) -> dict[str, Any]:
@@ -133,6 +151,7 @@ def step_summary(
         "kinds": per_kind,
         "p95_over_bound": over,
         "sustained": bool(results) and clean and not over,
+        "answer_cache": cache_summary(results),
     }
 
 
