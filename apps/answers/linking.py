@@ -25,7 +25,7 @@ from neo4j import Driver
 
 from apps.answers.expansion import NAME_GROUPS, specificity
 from apps.graph import cypher
-from apps.graph.driver import graph_read
+from apps.graph.db import graph_read_timed
 from apps.ingest.extraction import entity_key, normalise_entity_name
 from apps.ingest.graph_build import TITLE_LABEL, entity_id
 from apps.ingest.names import name_spans
@@ -138,7 +138,7 @@ def _nearest(
     rows = [
         {"span": norm, "vector": [float(x) for x in vector]} for norm, vector in zip(unmatched, vectors, strict=True)
     ]
-    found = graph_read(
+    found = graph_read_timed(
         driver, cypher.ANSWER_ENTITY_NEAREST, rows=rows, k=params.embedding_k, min_score=params.embedding_min_score
     )
     return [row for row in found if row["degree"] <= params.max_degree]
@@ -153,7 +153,7 @@ def entities_link(
     candidates = [{"id": entity_id(entity_key(norm, label)), "span": norm} for norm in spans for label in params.labels]
     if not candidates:
         return []
-    rows = graph_read(driver, cypher.ANSWER_ENTITY_LINK, candidates=candidates)
+    rows = graph_read_timed(driver, cypher.ANSWER_ENTITY_LINK, candidates=candidates)
     rows = [row for row in rows if row["degree"] <= params.max_degree]
     matched = {row["span"] for row in rows}
     kept = [{**row, "score": 1.0, "match": "exact"} for row in rows if not _inside_another(row["span"], spans, matched)]
