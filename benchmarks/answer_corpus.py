@@ -36,8 +36,9 @@ from django.conf import settings
 from neo4j import Driver
 
 from apps.graph import cypher
+from apps.graph.identity import content_id
 from apps.ingest import corpora
-from apps.ingest.graph_build import CO_OCCURS, content_id
+from apps.ingest.graph_build import CO_OCCURS
 from apps.ingest.services import FAILED, default_extractor, uploads_ingest
 from apps.ingest.timing import StageTimer
 from apps.vectors.services import vectors_add, vectors_get, vectors_info

@@ -31,8 +31,7 @@ from apps.answers.scope import Scope, scope_names
 from apps.answers.types import Candidate, GraphPath, Seed
 from apps.graph import cypher
 from apps.graph.db import graph_read_timed
-from apps.ingest.extraction import entity_key
-from apps.ingest.graph_build import entity_id
+from apps.graph.identity import entity_id, entity_key
 
 # Entity groups a question's names are looked up in (a question's NER label is often not the
 # one the passage got: "Paris" may be a GPE in one and a PERSON in the other).

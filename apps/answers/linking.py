@@ -3,7 +3,7 @@
 Two sources of names: spaCy's entities in the question (``analysis.question_entities``) and every
 span of up to ``max_words`` words that starts and ends with a capitalised word or a number
 (``apps.ingest.names.name_spans``: a film title spaCy does not tag, a surname alone). Each name
-is normalised as entity keys are (``extraction.normalise_entity_name``: "The Beatles'" ->
+is normalised as entity keys are (``apps.graph.identity.normalise_entity_name``: "The Beatles'" ->
 "beatles") and looked up under each entity group, the ``title`` group included (a document's
 title names an entity its passages are about, ``graph_build.title_name``), so a name tagged
 PERSON in the question still finds the ORG of the same name. Where one matched span lies inside
@@ -26,8 +26,7 @@ from neo4j import Driver
 from apps.answers.expansion import NAME_GROUPS, specificity
 from apps.graph import cypher
 from apps.graph.db import graph_read_timed
-from apps.ingest.extraction import entity_key, normalise_entity_name
-from apps.ingest.graph_build import TITLE_LABEL, entity_id
+from apps.graph.identity import TITLE_LABEL, entity_id, entity_key, normalise_entity_name
 from apps.ingest.names import name_spans
 from apps.models.interfaces import Vectors
 

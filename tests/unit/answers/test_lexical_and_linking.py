@@ -14,8 +14,7 @@ from apps.answers.linking import LinkParams, entities_link
 from apps.answers.scope import EVERY_COLLECTION
 from apps.answers.types import Seed
 from apps.graph import cypher
-from apps.ingest.extraction import entity_key
-from apps.ingest.graph_build import TITLE_LABEL, entity_id
+from apps.graph.identity import TITLE_LABEL, entity_id, entity_key
 from apps.ingest.names import name_spans
 
 
