@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from apps.graph.cypher.common import RELATION_EVIDENCE
+
 # What the curation pages (apps.curation) show. $collections is the reader's collections (null:
 # every collection); it applies to every unit, document and relation shown, so a curator never sees
 # the text, documents or relations of a collection they cannot read. Entities count as readable when
@@ -62,39 +64,30 @@ LIMIT $limit
 # The entity's relations both ways, with at least one supporting document the reader can read
 # (extracted ones before co-occurrences), each with one sentence of its evidence where both ends
 # are mentioned (the units in $collections only).
-CURATION_ENTITY_RELATIONS = """
-MATCH (e:Entity {id: $id})-[r:RELATED]-(other:Entity)
+CURATION_ENTITY_RELATIONS = (
+    """
+MATCH (a:Entity {id: $id})-[r:RELATED]-(b:Entity)
 WHERE $collections IS NULL
    OR EXISTS { MATCH (d:Document) WHERE d.id IN r.documents AND d.collection IN $collections }
-WITH e, r, other, r.predicate = 'co_occurs_with' AS co_occurrence
-ORDER BY co_occurrence, coalesce(r.weight, 0) DESC, r.predicate, other.name, other.id
+WITH a, r, b, r.predicate = 'co_occurs_with' AS co_occurrence
+ORDER BY co_occurrence, coalesce(r.weight, 0) DESC, r.predicate, b.name, b.id
 LIMIT $limit
-CALL (e, r, other) {
-  UNWIND coalesce(r.evidence, [])[..5] AS unit_id
-  CALL (unit_id) {
-    MATCH (u:Chunk {id: unit_id}) RETURN u
-    UNION
-    MATCH (u:Row {id: unit_id}) RETURN u
-    UNION
-    MATCH (u:Image {id: unit_id}) RETURN u
-  }
-  WITH e, other, u WHERE $collections IS NULL OR u.collection IN $collections
-  MATCH (u)-[m1:MENTIONS]->(e)
-  MATCH (u)-[m2:MENTIONS]->(other)
-  WHERE m2.sentence = m1.sentence
-  OPTIONAL MATCH (d:Document {id: u.document_id})
+CALL (a, r, b) {"""
+    + RELATION_EVIDENCE
+    + """  OPTIONAL MATCH (d:Document {id: u.document_id})
   RETURN u.text AS evidence_text, u.sentence_starts[m1.sentence] AS evidence_start,
          u.sentence_ends[m1.sentence] AS evidence_end, u.id AS evidence_unit, u.document_id AS evidence_document_id,
          coalesce(d.collection + '/' + d.path, d.title) AS evidence_document
   LIMIT 1
 }
 RETURN startNode(r).id AS source, r.predicate AS predicate, endNode(r).id AS target,
-       startNode(r) = e AS outgoing, coalesce(r.status, 'proposed') AS status, coalesce(r.weight, 0) AS weight,
-       other {.id, .name, .type} AS other, co_occurrence, evidence_text, evidence_start, evidence_end,
+       startNode(r) = a AS outgoing, coalesce(r.status, 'proposed') AS status, coalesce(r.weight, 0) AS weight,
+       b {.id, .name, .type} AS other, co_occurrence, evidence_text, evidence_start, evidence_end,
        evidence_unit, evidence_document_id, evidence_document,
        COUNT { MATCH (d:Document) WHERE d.id IN coalesce(r.documents, [])
                AND ($collections IS NULL OR d.collection IN $collections) } AS documents
 """
+)
 
 # The readable documents that mention the entity, with how many mentions each holds.
 CURATION_ENTITY_DOCUMENTS = """
@@ -170,7 +163,8 @@ RETURN startNode(r).id AS source, r.predicate AS predicate, endNode(r).id AS tar
 # One page of relations passing the filters (empty strings filter nothing), strongest first, each with
 # one evidence sentence the reader can read (where both ends are mentioned), the document it is in, and
 # how many readable documents support the relation.
-CURATION_RELATIONS_PAGE = """
+CURATION_RELATIONS_PAGE = (
+    """
 MATCH (a:Entity)-[r:RELATED]->(b:Entity)
 WHERE ($status = '' OR coalesce(r.status, 'proposed') = $status)
   AND ($predicate = '' OR r.predicate = $predicate)
@@ -183,20 +177,9 @@ WITH collect([a, r, b]) AS found
 CALL (found) {
   UNWIND range(0, size(found[$skip..$skip + $limit]) - 1) AS i
   WITH i, found[$skip + i][0] AS a, found[$skip + i][1] AS r, found[$skip + i][2] AS b
-  OPTIONAL CALL (a, r, b) {
-    UNWIND coalesce(r.evidence, [])[..5] AS unit_id
-    CALL (unit_id) {
-      MATCH (u:Chunk {id: unit_id}) RETURN u
-      UNION
-      MATCH (u:Row {id: unit_id}) RETURN u
-      UNION
-      MATCH (u:Image {id: unit_id}) RETURN u
-    }
-    WITH a, b, u WHERE $collections IS NULL OR u.collection IN $collections
-    MATCH (u)-[m1:MENTIONS]->(a)
-    MATCH (u)-[m2:MENTIONS]->(b)
-    WHERE m2.sentence = m1.sentence
-    OPTIONAL MATCH (d:Document {id: u.document_id})
+  OPTIONAL CALL (a, r, b) {"""
+    + RELATION_EVIDENCE
+    + """    OPTIONAL MATCH (d:Document {id: u.document_id})
     RETURN u.text AS evidence_text, u.sentence_starts[m1.sentence] AS evidence_start,
            u.sentence_ends[m1.sentence] AS evidence_end, u.id AS evidence_unit,
            u.document_id AS evidence_document_id, coalesce(d.collection + '/' + d.path, d.title) AS evidence_document
@@ -215,6 +198,7 @@ CALL (found) {
 }
 RETURN size(found) AS total, rows
 """
+)
 
 CURATION_PREDICATES = "MATCH ()-[r:RELATED]->() RETURN DISTINCT r.predicate AS predicate ORDER BY predicate LIMIT 500"
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from apps.graph.cypher.common import RELATION_EVIDENCE
+
 # $collections is the reader's collections (null: every collection), narrowed by the explorer's own
 # collection filter; it applies inside every statement: an entity is shown when a unit of $collections
 # mentions it, a RELATED edge when a document of $collections supports it (a SYNONYM edge when both ends
@@ -47,7 +49,8 @@ RETURN size(rows) AS total, rows[..$limit] AS rows
 
 # The shown edges among the entities $ids (each once), strongest first, with how many documents of
 # $collections support each and one sentence of its evidence where both ends are mentioned.
-GRAPH_EDGES = """
+GRAPH_EDGES = (
+    """
 UNWIND $ids AS id
 MATCH (a:Entity {id: id})-[r:RELATED|SYNONYM]->(b:Entity)
 WHERE b.id IN $ids AND a <> b AND coalesce(r.status, '') <> 'rejected'
@@ -58,20 +61,9 @@ WITH a, r, b,
      CASE type(r) WHEN 'SYNONYM' THEN coalesce(r.score, 0.0) ELSE toFloat(coalesce(r.weight, 0)) END AS strength
 ORDER BY strength DESC, a.id, b.id
 LIMIT $limit
-OPTIONAL CALL (a, r, b) {
-  UNWIND coalesce(r.evidence, [])[..5] AS unit_id
-  CALL (unit_id) {
-    MATCH (u:Chunk {id: unit_id}) RETURN u
-    UNION
-    MATCH (u:Row {id: unit_id}) RETURN u
-    UNION
-    MATCH (u:Image {id: unit_id}) RETURN u
-  }
-  WITH a, b, u WHERE $collections IS NULL OR u.collection IN $collections
-  MATCH (u)-[m1:MENTIONS]->(a)
-  MATCH (u)-[m2:MENTIONS]->(b)
-  WHERE m2.sentence = m1.sentence
-  RETURN u.text AS evidence_text, u.sentence_starts[m1.sentence] AS evidence_start,
+OPTIONAL CALL (a, r, b) {"""
+    + RELATION_EVIDENCE
+    + """  RETURN u.text AS evidence_text, u.sentence_starts[m1.sentence] AS evidence_start,
          u.sentence_ends[m1.sentence] AS evidence_end
   LIMIT 1
 }
@@ -82,6 +74,7 @@ RETURN a.id AS source, b.id AS target, type(r) AS type,
                AND ($collections IS NULL OR d.collection IN $collections) } AS documents,
        evidence_text, evidence_start, evidence_end
 """
+)
 
 # The nodes of an answer's paths that the reader may see: entities a unit of $collections mentions,
 # units of $collections (with their documents' titles).
