@@ -86,6 +86,7 @@ INSTALLED_APPS = [
     "apps.core",
     "apps.curation",
     "apps.documents",
+    "apps.explorer",
     "apps.graph",
     "apps.health",
     "apps.ingest",

@@ -1,4 +1,4 @@
-"""What the graph explorer (``/graph/``, ``apps.core.explore``, docs/graph.md) reads."""
+"""What the graph explorer (``/graph/``, ``apps.graph.explore``, docs/graph.md) reads."""
 
 from __future__ import annotations
 
