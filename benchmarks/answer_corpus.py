@@ -16,7 +16,7 @@ then grows the graph with filler shaped like ingested data:
 - its vector is the source chunk's stored vector plus Gaussian noise, renormalised, added to
   the text space through ``apps.vectors.services.vectors_add``.
 
-Bench-only Cypher: ``ANSWER_BENCH_*`` in apps/graph/cypher.py. Only for the private benchmark
+Bench-only Cypher: ``ANSWER_BENCH_*`` in benchmarks/cypher.py. Only for the private benchmark
 database (var/bench-answers).
 """
 
@@ -36,12 +36,14 @@ from django.conf import settings
 from neo4j import Driver
 
 from apps.graph import cypher
+from apps.graph.identity import content_id
 from apps.ingest import corpora
-from apps.ingest.graph_build import CO_OCCURS, content_id
+from apps.ingest.graph_build import CO_OCCURS
 from apps.ingest.services import FAILED, default_extractor, uploads_ingest
 from apps.ingest.timing import StageTimer
 from apps.vectors.services import vectors_add, vectors_get, vectors_info
 from apps.vectors.types import VectorItem
+from benchmarks import cypher as bench_cypher
 
 Row = dict[str, Any]
 HOW = (
@@ -122,14 +124,14 @@ def base_ingest(*, driver: Driver, files: Sequence[tuple[str, bytes]], collectio
 
 def base_read(*, driver: Driver, collection: str) -> tuple[list[BaseChunk], dict[str, int], dict[str, list[Relation]]]:
     """The base chunks with their mentions, every entity's degree, and each unit's relations."""
-    records, _, _ = driver.execute_query(cypher.ANSWER_BENCH_BASE_CHUNKS, collection=collection, routing_="r")
+    records, _, _ = driver.execute_query(bench_cypher.ANSWER_BENCH_BASE_CHUNKS, collection=collection, routing_="r")
     chunks = [
         BaseChunk(r["id"], r["document_id"], r["title"] or r["path"] or "", r["chars"] or 0, tuple(r["mentions"]))
         for r in records
     ]
-    records, _, _ = driver.execute_query(cypher.ANSWER_BENCH_ENTITY_DEGREES, routing_="r")
+    records, _, _ = driver.execute_query(bench_cypher.ANSWER_BENCH_ENTITY_DEGREES, routing_="r")
     degrees = {r["id"]: r["degree"] for r in records}
-    records, _, _ = driver.execute_query(cypher.ANSWER_BENCH_RELATION_EVIDENCE, routing_="r")
+    records, _, _ = driver.execute_query(bench_cypher.ANSWER_BENCH_RELATION_EVIDENCE, routing_="r")
     evidence: dict[str, list[Relation]] = defaultdict(list)
     for r in records:
         evidence[r["unit"]].append((r["source"], r["target"], r["predicate"]))
@@ -301,14 +303,18 @@ def plan_write(*, driver: Driver, plan: FillerPlan, batch: int) -> dict[str, flo
     ]
     return {
         "documents": _write(driver, cypher.DOCUMENTS_CREATE, plan.documents, batch),
-        "chunks": _write(driver, cypher.ANSWER_BENCH_CHUNKS_COPY, plan.chunks, batch),
+        "chunks": _write(driver, bench_cypher.ANSWER_BENCH_CHUNKS_COPY, plan.chunks, batch),
         "next": _write(driver, cypher.CHUNKS_LINK_NEXT, plan.next_links, batch * 2),
         "mentions": _write(driver, cypher.mentions_create("Chunk"), plan.mentions, batch * 2),
         "entity_documents": _write(
-            driver, cypher.ANSWER_BENCH_ENTITY_DOCUMENTS_ADD, entity_rows, batch * 5, lambda r: 1 + len(r["documents"])
+            driver,
+            bench_cypher.ANSWER_BENCH_ENTITY_DOCUMENTS_ADD,
+            entity_rows,
+            batch * 5,
+            lambda r: 1 + len(r["documents"]),
         ),
         "relations": _write(
-            driver, cypher.ANSWER_BENCH_RELATIONS_ADD, relation_rows, batch * 5, lambda r: 1 + len(r["evidence"])
+            driver, bench_cypher.ANSWER_BENCH_RELATIONS_ADD, relation_rows, batch * 5, lambda r: 1 + len(r["evidence"])
         ),
     }
 
@@ -331,7 +337,7 @@ def filler_vectors(
 
 
 def degree_shape(driver: Driver, max_degree: int) -> dict[str, Any]:
-    records, _, _ = driver.execute_query(cypher.ANSWER_BENCH_ENTITY_DEGREES, routing_="r")
+    records, _, _ = driver.execute_query(bench_cypher.ANSWER_BENCH_ENTITY_DEGREES, routing_="r")
     degrees = np.array([r["degree"] for r in records] or [0])
     return {
         "entities": len(records),
@@ -345,7 +351,7 @@ def degree_shape(driver: Driver, max_degree: int) -> dict[str, Any]:
 
 def graph_counts(driver: Driver) -> dict[str, dict[str, int]]:
     nodes, _, _ = driver.execute_query(cypher.COUNT_NODES_BY_LABEL, routing_="r")
-    edges, _, _ = driver.execute_query(cypher.ANSWER_BENCH_RELATIONSHIP_COUNTS, routing_="r")
+    edges, _, _ = driver.execute_query(bench_cypher.ANSWER_BENCH_RELATIONSHIP_COUNTS, routing_="r")
     return {
         "nodes": {r["label"]: r["count"] for r in nodes},
         "relationships": {r["type"]: r["count"] for r in edges},

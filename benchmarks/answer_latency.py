@@ -67,6 +67,7 @@ from apps.graph.driver import get_driver
 from apps.graph.schema import graph_schema_apply
 from apps.ingest.services import extraction_helpers_stop
 from apps.models import registry
+from benchmarks import cypher as bench_cypher
 from benchmarks.answer_corpus import FillerParams, base_files, corpus_build
 from benchmarks.answer_load import RETRIEVAL_STAGES, load_run, load_summary, server_split, warm_up
 from benchmarks.background_ingest import background_start, background_stop, background_wait_busy
@@ -364,7 +365,7 @@ def expansion_profile(retrieval: Retrieval, tools: RetrievalTools, params: Retri
     for _ in range(2):
         started = time.perf_counter()
         records, summary, _ = tools.driver.execute_query(
-            cypher.ANSWER_BENCH_EXPAND_PROFILE, parameters_=_expand_parameters(retrieval, params), routing_="r"
+            bench_cypher.ANSWER_BENCH_EXPAND_PROFILE, parameters_=_expand_parameters(retrieval, params), routing_="r"
         )
         seconds = time.perf_counter() - started
     operators = _operators(summary.profile or {})

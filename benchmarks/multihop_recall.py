@@ -35,8 +35,8 @@ from apps.answers.evaluate import dataset_evaluate
 from apps.answers.pipeline import RetrievalParams
 from apps.answers.tools import default_tools, retrieval_params
 from apps.graph.driver import get_driver
+from apps.graph.identity import TITLE_LABEL
 from apps.graph.schema import graph_schema_apply
-from apps.ingest.graph_build import TITLE_LABEL
 from apps.ingest.services import extraction_helpers_stop
 
 KS = (2, 5, 10)

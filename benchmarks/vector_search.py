@@ -39,11 +39,11 @@ import numpy.typing as npt
 from django.conf import settings
 from neo4j import Driver
 
-from apps.graph import cypher
 from apps.graph.driver import get_driver
 from apps.vectors._faiss import faiss
 from apps.vectors.index import VectorIndex
 from apps.vectors.types import HnswParams, IvfPqParams, SpaceConfig, VectorItem
+from benchmarks import cypher as bench_cypher
 
 K = 10
 WARM_UP = 20  # queries run before timing (plan caches, page faults)
@@ -260,17 +260,17 @@ def _variants(
 
 
 def neo4j_clear(driver: Driver) -> None:
-    driver.execute_query(cypher.VECTOR_BENCH_INDEX_DROP, database_=settings.NEO4J_DATABASE)
+    driver.execute_query(bench_cypher.VECTOR_BENCH_INDEX_DROP, database_=settings.NEO4J_DATABASE)
     while True:
         records, _, _ = driver.execute_query(
-            cypher.VECTOR_BENCH_NODES_DELETE, limit=20_000, database_=settings.NEO4J_DATABASE
+            bench_cypher.VECTOR_BENCH_NODES_DELETE, limit=20_000, database_=settings.NEO4J_DATABASE
         )
         if not records[0]["deleted"]:
             return
 
 
 def as_text(vectors: Matrix) -> list[str]:
-    """Vectors as comma-separated text (see cypher.VECTOR_BENCH_QUERY)."""
+    """Vectors as comma-separated text (see bench_cypher.VECTOR_BENCH_QUERY)."""
     template = ",".join(["%.8g"] * vectors.shape[1])
     return [template % tuple(vector.tolist()) for vector in vectors]
 
@@ -280,12 +280,12 @@ def neo4j_load(driver: Driver, base: Matrix) -> dict[str, Any]:
     started = time.perf_counter()
     for start in range(0, len(base), 2000):
         rows = [{"vid": start + i, "csv": text} for i, text in enumerate(as_text(base[start : start + 2000]))]
-        driver.execute_query(cypher.VECTOR_BENCH_NODES_CREATE, rows=rows, database_=settings.NEO4J_DATABASE)
+        driver.execute_query(bench_cypher.VECTOR_BENCH_NODES_CREATE, rows=rows, database_=settings.NEO4J_DATABASE)
     load = _since(started)
     started = time.perf_counter()
-    driver.execute_query(cypher.vector_bench_index_create(base.shape[1]), database_=settings.NEO4J_DATABASE)
+    driver.execute_query(bench_cypher.vector_bench_index_create(base.shape[1]), database_=settings.NEO4J_DATABASE)
     with driver.session(database=settings.NEO4J_DATABASE) as session:
-        session.run(cypher.VECTOR_BENCH_INDEX_AWAIT, name=cypher.VECTOR_BENCH_INDEX, seconds=3600).consume()
+        session.run(bench_cypher.VECTOR_BENCH_INDEX_AWAIT, name=bench_cypher.VECTOR_BENCH_INDEX, seconds=3600).consume()
     return {"load_seconds": load, "build_seconds": _since(started)}
 
 
@@ -302,7 +302,7 @@ def neo4j_runs(driver: Driver, data: Dataset, args: argparse.Namespace) -> Itera
                 sessions.session = driver.session(database=settings.NEO4J_DATABASE)
                 opened.append(sessions.session)
             result = sessions.session.run(
-                cypher.VECTOR_BENCH_QUERY, name=cypher.VECTOR_BENCH_INDEX, k=k, vectors=queries
+                bench_cypher.VECTOR_BENCH_QUERY, name=bench_cypher.VECTOR_BENCH_INDEX, k=k, vectors=queries
             )
             rows = [record["vids"][:K] for record in result]
             summary = result.consume()

@@ -86,6 +86,7 @@ INSTALLED_APPS = [
     "apps.core",
     "apps.curation",
     "apps.documents",
+    "apps.explorer",
     "apps.graph",
     "apps.health",
     "apps.ingest",
@@ -210,7 +211,7 @@ NEO4J_USER = env_str("NEO4J_USER", "neo4j")
 NEO4J_PASSWORD = env_str("NEO4J_PASSWORD", "ragkg-local-password")
 NEO4J_DATABASE = env_str("NEO4J_DATABASE", "neo4j")
 NEO4J_CONNECTION_TIMEOUT = env_float("NEO4J_CONNECTION_TIMEOUT", 5.0, minimum=0.1)
-# The answer path's graph reads are ended by the server after this many seconds (apps.graph.driver.graph_read).
+# The answer path's graph reads are ended by the server after this many seconds (apps.graph.db.graph_read_timed).
 NEO4J_READ_TIMEOUT = env_float("NEO4J_READ_TIMEOUT", 30.0, minimum=0.1)
 # How long a transaction is retried on transient errors before the caller gets a clear 503.
 NEO4J_MAX_RETRY_TIME = env_float("NEO4J_MAX_RETRY_TIME", 3.0, minimum=0.0)

@@ -13,5 +13,5 @@ urlpatterns = [
     path("", include("apps.ledger.urls")),
     path("", include("apps.curation.urls")),
     path("", include("apps.documents.urls")),
-    path("", include("apps.core.urls")),
+    path("", include("apps.explorer.urls")),
 ]

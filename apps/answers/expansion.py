@@ -30,9 +30,8 @@ from apps.answers.ppr import personalized_pagerank
 from apps.answers.scope import Scope, scope_names
 from apps.answers.types import Candidate, GraphPath, Seed
 from apps.graph import cypher
-from apps.graph.driver import graph_read
-from apps.ingest.extraction import entity_key
-from apps.ingest.graph_build import entity_id
+from apps.graph.db import graph_read_timed
+from apps.graph.identity import entity_id, entity_key
 
 # Entity groups a question's names are looked up in (a question's NER label is often not the
 # one the passage got: "Paris" may be a GPE in one and a PERSON in the other).
@@ -190,7 +189,7 @@ def graph_expand(
     start_score = max((seed.score for seed in seeds), default=1.0)
     starts = {eid: start_score * weight for eid, weight in entity_starts}
     started = time.perf_counter()
-    rows = graph_read(
+    rows = graph_read_timed(
         driver,
         cypher.ANSWER_EXPAND,
         **expand_parameters(seeds=seeds, starts=starts, collections=collections, params=params),

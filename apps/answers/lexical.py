@@ -28,7 +28,7 @@ from apps.answers.rerank import StoredVectors
 from apps.answers.scope import Scope, scope_names
 from apps.answers.types import Seed
 from apps.graph import cypher
-from apps.graph.driver import graph_read
+from apps.graph.db import graph_read_timed
 
 logger = logging.getLogger(__name__)
 _WORD = re.compile(r"\w+", re.UNICODE)
@@ -59,7 +59,7 @@ def lexical_search(*, driver: Driver, question: str, collections: Scope, params:
     if not query or params.k <= 0 or names == []:
         return []
     try:
-        rows = graph_read(
+        rows = graph_read_timed(
             driver,
             cypher.ANSWER_LEXICAL,
             query=query,

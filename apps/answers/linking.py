@@ -3,7 +3,7 @@
 Two sources of names: spaCy's entities in the question (``analysis.question_entities``) and every
 span of up to ``max_words`` words that starts and ends with a capitalised word or a number
 (``apps.ingest.names.name_spans``: a film title spaCy does not tag, a surname alone). Each name
-is normalised as entity keys are (``extraction.normalise_entity_name``: "The Beatles'" ->
+is normalised as entity keys are (``apps.graph.identity.normalise_entity_name``: "The Beatles'" ->
 "beatles") and looked up under each entity group, the ``title`` group included (a document's
 title names an entity its passages are about, ``graph_build.title_name``), so a name tagged
 PERSON in the question still finds the ORG of the same name. Where one matched span lies inside
@@ -25,9 +25,8 @@ from neo4j import Driver
 
 from apps.answers.expansion import NAME_GROUPS, specificity
 from apps.graph import cypher
-from apps.graph.driver import graph_read
-from apps.ingest.extraction import entity_key, normalise_entity_name
-from apps.ingest.graph_build import TITLE_LABEL, entity_id
+from apps.graph.db import graph_read_timed
+from apps.graph.identity import TITLE_LABEL, entity_id, entity_key, normalise_entity_name
 from apps.ingest.names import name_spans
 from apps.models.interfaces import Vectors
 
@@ -138,7 +137,7 @@ def _nearest(
     rows = [
         {"span": norm, "vector": [float(x) for x in vector]} for norm, vector in zip(unmatched, vectors, strict=True)
     ]
-    found = graph_read(
+    found = graph_read_timed(
         driver, cypher.ANSWER_ENTITY_NEAREST, rows=rows, k=params.embedding_k, min_score=params.embedding_min_score
     )
     return [row for row in found if row["degree"] <= params.max_degree]
@@ -153,7 +152,7 @@ def entities_link(
     candidates = [{"id": entity_id(entity_key(norm, label)), "span": norm} for norm in spans for label in params.labels]
     if not candidates:
         return []
-    rows = graph_read(driver, cypher.ANSWER_ENTITY_LINK, candidates=candidates)
+    rows = graph_read_timed(driver, cypher.ANSWER_ENTITY_LINK, candidates=candidates)
     rows = [row for row in rows if row["degree"] <= params.max_degree]
     matched = {row["span"] for row in rows}
     kept = [{**row, "score": 1.0, "match": "exact"} for row in rows if not _inside_another(row["span"], spans, matched)]

@@ -35,7 +35,7 @@ from apps.answers.seeds import Search, SeedLimits, query_embed, seeds_search
 from apps.answers.selection import SelectionParams, sources_select
 from apps.answers.types import Candidate, Retrieval, Seeds
 from apps.graph import cypher
-from apps.graph.driver import graph_read
+from apps.graph.db import graph_read_timed
 from apps.models.interfaces import ClipEmbedder, Reranker, TextEmbedder
 from apps.observability.tracing import span_set, stage_span
 
@@ -89,7 +89,7 @@ def _shortlist(candidates: dict[str, Candidate], size: int, lexical_weight: floa
 def units_fetch(*, driver: Driver, candidates: list[Candidate], collections: Scope) -> list[Candidate]:
     """Fill in text, document and sentences; a unit the graph no longer has (or that lies
     outside ``collections``) is dropped."""
-    rows = graph_read(
+    rows = graph_read_timed(
         driver, cypher.ANSWER_UNITS, ids=[c.node_id for c in candidates], collections=scope_names(collections)
     )
     found = {row["id"]: row for row in rows}

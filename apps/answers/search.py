@@ -40,8 +40,8 @@ from apps.answers.scope import Scope, answer_scope
 from apps.answers.tools import default_tools, retrieval_params
 from apps.answers.types import AnswerError
 from apps.core.http import HtmxHttpRequest
-from apps.curation.pages import document_collections
 from apps.graph.driver import get_driver
+from apps.ingest.selectors import document_collections
 
 TEMPLATE = "answers/search.html"
 IMAGE_RESULTS = 24

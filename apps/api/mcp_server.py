@@ -50,7 +50,8 @@ from apps.api import asking
 from apps.api.evidence import citations_of, evidence_of
 from apps.core.admission import Busy
 from apps.graph import cypher
-from apps.graph.driver import get_driver, graph_read
+from apps.graph.db import graph_read_timed
+from apps.graph.driver import get_driver
 from apps.ledger.pages import entries_visible, entry_proof_bundle
 from apps.ledger.services import LedgerError
 
@@ -111,7 +112,7 @@ def unit_read(*, user: AbstractBaseUser, unit_id: str) -> dict[str, Any] | None:
     scope = scope_names(answer_scope(user=user, requested=None))
     if not unit_id or len(unit_id) > MAX_UNIT_ID or scope == []:
         return None
-    rows = graph_read(get_driver(), cypher.ANSWER_UNITS, ids=[unit_id], collections=scope)
+    rows = graph_read_timed(get_driver(), cypher.ANSWER_UNITS, ids=[unit_id], collections=scope)
     if not rows:
         return None
     row = rows[0]

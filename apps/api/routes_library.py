@@ -37,7 +37,7 @@ from apps.curation import pages as curation_pages
 from apps.graph.driver import get_driver
 from apps.ingest.jobs import RetryRefused, job_retry, retryable_files
 from apps.ingest.models import Document, IngestJob
-from apps.ingest.selectors import jobs_readable
+from apps.ingest.selectors import jobs_readable, readable_documents
 from apps.ingest.services import document_delete
 from apps.ingest.uploads import UploadRefused, actor_of, uploads_submit
 from apps.ledger.models import ChangeEntry
@@ -158,7 +158,7 @@ class DocumentFilter(Schema):
 
 
 def _document(request: HttpRequest, document_id: str) -> Document:
-    document = curation_pages.readable_documents(readable_collections(request.user)).filter(id=document_id).first()
+    document = readable_documents(readable_collections(request.user)).filter(id=document_id).first()
     if document is None:
         raise not_found("document")
     return document

@@ -17,13 +17,14 @@ from apps.answers.models import Feedback
 from apps.documents.links import viewer_url
 from apps.graph import cypher
 from apps.graph.db import graph_read
+from apps.graph.evidence import relation_evidence, snippet
 from apps.ingest.models import Document
+from apps.ingest.selectors import readable_documents
 from apps.ledger.models import ChangeEntry
 from apps.provenance.pages import answer_collections
 
 PAGE_SIZE = 50
 SNIPPETS = 8
-SNIPPET_CONTEXT = 90  # characters either side of a mention
 RELATIONS = 100
 RELEASED_SHOWN = 100
 STATUSES = ("proposed", "approved", "rejected")
@@ -107,36 +108,6 @@ def entities_page(
 
 def entity_types(*, driver: Driver) -> list[str]:
     return [str(r["type"]) for r in graph_read(driver, cypher.CURATION_ENTITY_TYPES) if r["type"]]
-
-
-def snippet(text: str, start: int | None, end: int | None, context: int = SNIPPET_CONTEXT) -> dict[str, str]:
-    """The mention in ``text[start:end]`` with up to ``context`` characters either side (cut at spaces)."""
-    if start is None or end is None or not 0 <= start <= end <= len(text):
-        cut = text[: 2 * context]
-        return {"before": "", "mention": "", "after": cut + ("…" if len(text) > len(cut) else "")}
-    left, right = max(0, start - context), min(len(text), end + context)
-    if left > 0 and " " in text[left:start]:
-        left = text.index(" ", left, start) + 1
-    if right < len(text) and " " in text[end:right]:
-        right = text.rindex(" ", end, right)
-    return {
-        "before": ("…" if left > 0 else "") + text[left:start],
-        "mention": text[start:end],
-        "after": text[end:right] + ("…" if right < len(text) else ""),
-    }
-
-
-EVIDENCE_CHARS = 300
-
-
-def relation_evidence(row: Any) -> str:
-    """The sentence that supports a relation (a unit's whole text when it has no sentences), at most
-    ``EVIDENCE_CHARS`` characters; empty when no readable unit holds both ends in one sentence."""
-    text = row.get("evidence_text") or ""
-    start, end = row.get("evidence_start"), row.get("evidence_end")
-    sentence = text[start:end] if isinstance(start, int) and isinstance(end, int) else text
-    sentence = " ".join(sentence.split())
-    return sentence if len(sentence) <= EVIDENCE_CHARS else sentence[: EVIDENCE_CHARS - 1] + "…"
 
 
 def relation_row(row: Any) -> dict[str, Any]:
@@ -282,11 +253,6 @@ class DocumentFilters:
     text: str = ""  # a piece of the title or path
 
 
-def readable_documents(collections: Collections) -> QuerySet[Document]:
-    documents = Document.objects.all()
-    return documents if collections is None else documents.filter(collection__in=list(collections))
-
-
 def documents_filtered(*, filters: DocumentFilters, collections: Collections) -> QuerySet[Document]:
     """The readable documents that match ``filters``, by collection and path."""
     documents = readable_documents(collections)
@@ -299,12 +265,6 @@ def documents_filtered(*, filters: DocumentFilters, collections: Collections) ->
 
 def documents_page(*, filters: DocumentFilters, collections: Collections, page: str | int | None) -> Page[Document]:
     return Paginator(documents_filtered(filters=filters, collections=collections), PAGE_SIZE).get_page(page)
-
-
-def document_collections(collections: Collections) -> list[str]:
-    """The readable collections that hold documents."""
-    names = readable_documents(collections).values_list("collection", flat=True).distinct()
-    return sorted(set(names))
 
 
 def document_delete_preview(*, driver: Driver, document_id: str) -> dict[str, Any]:

@@ -19,7 +19,7 @@ from neo4j import Driver
 from apps.curation import undo
 from apps.graph import cypher
 from apps.graph.db import graph_read
-from apps.ingest.graph_build import content_id
+from apps.graph.identity import content_id
 from apps.ledger.content import (
     Content,
     entity_content,

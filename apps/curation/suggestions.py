@@ -3,7 +3,7 @@ synonym edges ingestion stored (``apps.ingest.synonyms``), to confirm, reject or
 
 Bounded by construction: the candidates are the ``CANDIDATES`` most mentioned entities the
 curator can read, pairs are only formed within a type group (spaCy's GPE and LOC are both
-places, as in ``apps.ingest.extraction.entity_key``), and the slower edit ratio is only computed
+places, as in ``apps.graph.identity.entity_key``), and the slower edit ratio is only computed
 for pairs whose cheaper upper bound can still reach the threshold.
 
 A pair's score mixes name similarity (the best of the edit ratio of the normalised names and
@@ -28,7 +28,7 @@ from neo4j import Driver
 
 from apps.graph import cypher
 from apps.graph.db import graph_read
-from apps.ingest.extraction import entity_group, normalise_entity_name
+from apps.graph.identity import entity_group, normalise_entity_name
 from apps.models.interfaces import Vectors
 
 logger = logging.getLogger(__name__)

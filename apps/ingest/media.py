@@ -12,7 +12,7 @@ from typing import Any
 from django.conf import settings
 from PIL import Image
 
-from apps.ingest.graph_build import content_id
+from apps.graph.identity import content_id
 from apps.ingest.types import ParsedImage
 
 THUMBNAIL_SIZE = (256, 256)

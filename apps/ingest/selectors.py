@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from typing import Any
 
 from django.db.models import QuerySet
 
-from apps.ingest.models import IngestJob
+from apps.ingest.models import Document, IngestJob
+
+Collections = Sequence[str] | None
 
 
 def job_summary(*, job: IngestJob) -> dict[str, Any]:
@@ -31,3 +33,15 @@ def jobs_readable(*, collections: Collection[str] | None) -> QuerySet[IngestJob]
     """The jobs of the given collections (None: every job), newest first."""
     jobs = IngestJob.objects.all()
     return jobs if collections is None else jobs.filter(collection__in=collections)
+
+
+def readable_documents(collections: Collections) -> QuerySet[Document]:
+    """The documents of the given collections (None: every document)."""
+    documents = Document.objects.all()
+    return documents if collections is None else documents.filter(collection__in=list(collections))
+
+
+def document_collections(collections: Collections) -> list[str]:
+    """The readable collections that hold documents."""
+    names = readable_documents(collections).values_list("collection", flat=True).distinct()
+    return sorted(set(names))

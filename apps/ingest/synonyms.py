@@ -20,6 +20,7 @@ from typing import Any
 import neo4j.exceptions
 from neo4j import Driver
 
+from apps.graph.identity import TITLE_LABEL, entity_group
 from apps.graph.writer import (
     entities_with_vectors,
     entities_without_vectors,
@@ -27,8 +28,6 @@ from apps.graph.writer import (
     entity_vectors_write,
     synonym_edges_write,
 )
-from apps.ingest.extraction import entity_group
-from apps.ingest.graph_build import TITLE_LABEL
 from apps.models.interfaces import Vectors
 
 logger = logging.getLogger(__name__)

@@ -30,8 +30,7 @@ from apps.answers.tools import default_tools, retrieval_params
 from apps.answers.types import STAGES, AnswerError
 from apps.core.admission import Busy
 from apps.core.workers import consumers_forget
-from apps.ingest.extraction import entity_key
-from apps.ingest.graph_build import TITLE_LABEL, entity_id
+from apps.graph.identity import TITLE_LABEL, entity_id, entity_key
 from apps.ingest.services import default_extractor, document_delete, upload_ingest
 from apps.ledger.models import ChangeEntry
 from apps.models.registry import generator

@@ -30,7 +30,7 @@ from apps.answers.generation import WORKER_LOST
 from apps.answers.services import BROKER_DOWN
 from apps.graph import cypher
 from apps.graph.driver import close_driver
-from apps.ingest.graph_build import content_id
+from apps.graph.identity import content_id
 from apps.ingest.jobs import QUEUE_DOWN
 from apps.ingest.models import IngestJob
 from apps.ingest.services import default_extractor, upload_ingest

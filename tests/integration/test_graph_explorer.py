@@ -15,7 +15,7 @@ from neo4j import Driver
 from pytest_django.fixtures import Settings
 
 from apps.accounts.services import collection_ensure, collection_grant
-from apps.core import explore
+from apps.graph import explore
 from apps.ingest.services import default_extractor, upload_ingest
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db]

@@ -48,7 +48,8 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from apps.accounts.apikeys import key_create
 from apps.accounts.services import collection_ensure
-from apps.graph.driver import get_driver, graph_read
+from apps.graph.db import graph_read_timed
+from apps.graph.driver import get_driver
 from apps.ingest.jobs import job_create, job_wait
 from apps.ledger.anchoring import anchors_advance
 from apps.ledger.models import ChangeEntry
@@ -64,7 +65,7 @@ for collection, name, text in ((os.environ["MINE"], "observatory.txt", os.enviro
     [result] = job.results
     assert result["status"] == "created", job.results
     documents[collection] = result["document_id"]
-units = graph_read(get_driver(), "MATCH (:Document {id: $id})-[:HAS_CHUNK]->(c:Chunk) RETURN c.id AS id",
+units = graph_read_timed(get_driver(), "MATCH (:Document {id: $id})-[:HAS_CHUNK]->(c:Chunk) RETURN c.id AS id",
                    id=documents[os.environ["THEIRS"]])
 entries = {name: ChangeEntry.objects.get(subject_kind="Document", subject_id__startswith=name + "/").seq
            for name in documents}

@@ -17,7 +17,7 @@ from neo4j import Driver
 from pytest_django.fixtures import Settings
 
 from apps.graph import cypher
-from apps.ingest.graph_build import content_id
+from apps.graph.identity import content_id
 from apps.vectors import embedding
 from apps.vectors.graph import graph_units
 from apps.vectors.ids import vector_id

@@ -85,7 +85,7 @@ def test_seeds_search_passes_the_empty_set_down_never_none() -> None:
 
 class RecordingDriver:
     """Answers every query with no rows, and keeps each statement's parameters (through
-    ``execute_query`` or a session's ``run``, as ``apps.graph.driver.graph_read`` reads)."""
+    ``execute_query`` or a session's ``run``, as ``apps.graph.db.graph_read_timed`` reads)."""
 
     def __init__(self) -> None:
         self.calls: list[tuple[str, dict[str, Any]]] = []

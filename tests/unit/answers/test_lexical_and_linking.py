@@ -14,8 +14,7 @@ from apps.answers.linking import LinkParams, entities_link
 from apps.answers.scope import EVERY_COLLECTION
 from apps.answers.types import Seed
 from apps.graph import cypher
-from apps.ingest.extraction import entity_key
-from apps.ingest.graph_build import TITLE_LABEL, entity_id
+from apps.graph.identity import TITLE_LABEL, entity_id, entity_key
 from apps.ingest.names import name_spans
 
 
@@ -69,7 +68,7 @@ def test_lexical_search_asks_the_index_for_more_when_a_scope_filters_it(monkeypa
         calls.append(params)
         return [{"id": "u", "label": "Chunk", "score": 3.5, "collection": "c"}]
 
-    monkeypatch.setattr(lexical, "graph_read", graph_read)
+    monkeypatch.setattr(lexical, "graph_read_timed", graph_read)
     params = LexicalParams(k=5, overfetch=20)
     found = lexical.lexical_search(driver=None, question="Who is Ada?", collections=["c"], params=params)  # type: ignore[arg-type]
     assert found == [("u", "Chunk", 3.5, "c")]
@@ -123,7 +122,7 @@ def test_the_longest_matching_span_links_and_rare_names_link_strongest(monkeypat
             _id("Xawery Żuławski", "PERSON"): ("Xawery Żuławski", 3),
         }
     )
-    monkeypatch.setattr(linking, "graph_read", graph.read)
+    monkeypatch.setattr(linking, "graph_read_timed", graph.read)
     linked = entities_link(
         driver=None,  # type: ignore[arg-type]
         question="Who is the mother of the director of film Polish-Russian War?",
@@ -145,7 +144,7 @@ def test_the_longest_matching_span_links_and_rare_names_link_strongest(monkeypat
 
 def test_a_name_tagged_differently_in_the_question_still_links(monkeypatch: pytest.MonkeyPatch) -> None:
     graph = _Graph({_id("Paris", "ORG"): ("Paris", 2)})
-    monkeypatch.setattr(linking, "graph_read", graph.read)
+    monkeypatch.setattr(linking, "graph_read_timed", graph.read)
     linked = entities_link(driver=None, question="Where is Paris?", names=["Paris"], params=LinkParams(spans=False))  # type: ignore[arg-type]
     assert [entity.entity_id for entity in linked] == [_id("Paris", "ORG")]
     assert len(graph.asked) == len(linking.LINK_LABELS)  # one lookup per entity group, spans off
@@ -153,7 +152,7 @@ def test_a_name_tagged_differently_in_the_question_still_links(monkeypatch: pyte
 
 def test_entities_above_the_degree_limit_do_not_link_and_nothing_asks_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
     graph = _Graph({_id("London", "GPE"): ("London", 900)})
-    monkeypatch.setattr(linking, "graph_read", graph.read)
+    monkeypatch.setattr(linking, "graph_read_timed", graph.read)
     assert entities_link(driver=None, question="Is London big?", names=[], params=LinkParams(max_degree=500)) == []  # type: ignore[arg-type]
     assert entities_link(driver=None, question="what is it?", names=[], params=LinkParams()) == []  # type: ignore[arg-type]
 
@@ -165,7 +164,7 @@ def test_a_missing_full_text_index_leaves_the_dense_seeds_alone(monkeypatch: pyt
         error = ClientError("There is no such fulltext schema index: unit_text_fulltext")
         raise error
 
-    monkeypatch.setattr(lexical, "graph_read", graph_read)
+    monkeypatch.setattr(lexical, "graph_read_timed", graph_read)
     found = lexical.lexical_search(driver=None, question="Who is Ada?", collections=["c"], params=LexicalParams())  # type: ignore[arg-type]
     assert found == []
 
@@ -192,7 +191,7 @@ def test_a_name_no_entity_holds_links_to_the_nearest_entity_names_scaled_by_thei
         embedded.append(list(texts))
         return np.ones((len(texts), 4), dtype=np.float32)
 
-    monkeypatch.setattr(linking, "graph_read", read)
+    monkeypatch.setattr(linking, "graph_read_timed", read)
     question = "Did Xawery Żuławski direct Polish Russian War?"
     on = LinkParams(embedding=True)
     linked = entities_link(driver=None, question=question, names=[], params=on, embed=embed)  # type: ignore[arg-type]

@@ -20,8 +20,7 @@ from apps.answers.seeds import SeedLimits, seeds_search
 from apps.answers.selection import SelectionParams, dynamic_k, sources_select
 from apps.answers.types import Candidate, GraphPath, Seed
 from apps.graph import cypher
-from apps.ingest.extraction import entity_key
-from apps.ingest.graph_build import entity_id
+from apps.graph.identity import entity_id, entity_key
 from apps.vectors.types import VectorMatch
 
 

@@ -267,7 +267,7 @@ def test_a_unit_is_read_only_within_the_readers_collections(
         asked.append(collections)
         return [row] if collections is None or "notes" in collections else []
 
-    monkeypatch.setattr(mcp_server, "graph_read", graph_read)
+    monkeypatch.setattr(mcp_server, "graph_read_timed", graph_read)
     monkeypatch.setattr(mcp_server, "get_driver", lambda: None)
     assert unit_read(user=people["owner"], unit_id="unit1") == {
         "unit_id": "unit1",

@@ -18,10 +18,11 @@ from apps.accounts.models import Collection, CollectionGrant
 from apps.accounts.roles import AUDITOR
 from apps.accounts.services import role_set
 from apps.curation import pages, services, views
-from apps.curation.pages import Listing, page_number, snippet
+from apps.curation.pages import Listing, page_number
 from apps.curation.services import Curated, CurationError
 from apps.curation.suggestions import NameEmbedder
 from apps.graph import cypher
+from apps.graph.evidence import snippet
 from apps.ingest.models import Document
 from tests.unit.curation.fakes import DownDriver, FakeDriver
 from tests.unit.vectors.fakes import hashing_embed
@@ -686,7 +687,7 @@ def test_listing_pages() -> None:
 
 
 def test_relation_evidence_is_the_sentence_both_ends_are_named_in() -> None:
-    from apps.curation.pages import EVIDENCE_CHARS, relation_evidence
+    from apps.graph.evidence import EVIDENCE_CHARS, relation_evidence
 
     text = "Ada met Charles.  Charles built  the engine. Later."
     assert relation_evidence({"evidence_text": text, "evidence_start": 18, "evidence_end": 44}) == (

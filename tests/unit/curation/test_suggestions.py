@@ -18,7 +18,7 @@ from apps.curation.suggestions import (
     token_containment,
 )
 from apps.graph import cypher
-from apps.ingest.extraction import entity_group
+from apps.graph.identity import entity_group
 from apps.models.interfaces import Vectors
 from tests.unit.curation.fakes import FakeDriver
 from tests.unit.vectors.fakes import hashing_embed

@@ -1,12 +1,11 @@
-"""The graph explorer's reads (apps.core.explore) against a stand-in driver: the reader's collections go
+"""The graph explorer's reads (apps.graph.explore) against a stand-in driver: the reader's collections go
 into every statement, an unreadable entity is None, and graphs keep to the caps."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from apps.core import explore
-from apps.graph import cypher
+from apps.graph import cypher, explore
 from tests.unit.curation.fakes import FakeDriver
 
 ALICE = {"id": "e1", "name": "Alice", "type": "PERSON", "mentions": 2}

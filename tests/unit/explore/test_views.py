@@ -1,4 +1,4 @@
-"""The explorer's page and JSON endpoints (apps.core.graph_views) with a stand-in graph: what each persona's
+"""The explorer's page and JSON endpoints (apps.explorer.views) with a stand-in graph: what each persona's
 collections are, 404s for what they may not see, and the page without JavaScript."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from django.test import Client
 
 from apps.accounts.services import collection_ensure
 from apps.answers.models import Answer
-from apps.core import graph_views
+from apps.explorer import views as graph_views
 from apps.graph import cypher
 from tests.unit.curation.fakes import FakeDriver
 

@@ -2,13 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from apps.ingest.extraction import (
-    EntityExtractor,
-    SpacyExtractor,
-    entity_key,
-    load_pipeline,
-    normalise_entity_name,
-)
+from apps.graph.identity import entity_key, normalise_entity_name
+from apps.ingest.extraction import EntityExtractor, SpacyExtractor, load_pipeline
 from apps.ingest.types import Extraction, Mention
 
 

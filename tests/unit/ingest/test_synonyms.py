@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from apps.graph import cypher
+from apps.graph.identity import TITLE_LABEL
 from apps.ingest import synonyms
-from apps.ingest.graph_build import TITLE_LABEL
 from apps.ingest.synonyms import (
     SynonymParams,
     entity_names_embed,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from apps.ingest.extraction import entity_key
-from apps.ingest.graph_build import TITLE_LABEL, add_knowledge, build_structure, entity_id, title_name
+from apps.graph.identity import TITLE_LABEL, entity_id, entity_key
+from apps.ingest.graph_build import add_knowledge, build_structure, title_name
 from apps.ingest.types import Extraction, Mention, ParsedDocument, TextChunk
 
 

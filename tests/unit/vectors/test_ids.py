@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from apps.ingest.graph_build import content_id
+from apps.graph.identity import content_id
 from apps.vectors.ids import vector_id, vector_ids
 
 

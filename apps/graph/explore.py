@@ -16,9 +16,9 @@ from typing import Any
 
 from neo4j import Driver
 
-from apps.curation.pages import relation_evidence, snippet
 from apps.graph import cypher
 from apps.graph.db import graph_read
+from apps.graph.evidence import relation_evidence, snippet
 
 NODE_CAP = 60
 EDGE_CAP = 150

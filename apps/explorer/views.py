@@ -2,7 +2,7 @@
 
 The page works without JavaScript (a search form, the results, an entity's neighbourhood and the units
 that mention it as plain lists, an answer's paths); ``static/ragkg/graph.js`` draws the same data with
-cytoscape.js from the JSON endpoints. Every read goes through ``apps.core.explore`` with the reader's
+cytoscape.js from the JSON endpoints. Every read goes through ``apps.graph.explore`` with the reader's
 collections (``collections_for``: the explorer's collection filter narrowed to what the reader may
 read); an entity or answer the reader may not see is a 404, exactly like one that does not exist.
 """
@@ -23,10 +23,10 @@ from apps.accounts.access import collections_for, readable_collections
 from apps.accounts.roles import CURATOR, can_audit, has_role
 from apps.answers.access import SESSION_KEY, answer_visible
 from apps.answers.models import Answer
-from apps.core import explore
-from apps.curation.pages import document_collections
+from apps.graph import explore
 from apps.graph.driver import get_driver
 from apps.graph.selectors import graph_node_counts
+from apps.ingest.selectors import document_collections
 from apps.provenance.pages import answer_readable
 
 MAX_FILTER_VALUES = 50
