@@ -83,6 +83,7 @@ INSTALLED_APPS = [
     "apps.accounts",
     "apps.api",
     "apps.answers",
+    "apps.backup",
     "apps.core",
     "apps.curation",
     "apps.documents",

@@ -271,18 +271,19 @@ def answer_start(
     A full generation queue, or too long a wait for a worker, raises Busy first (``generation_admit``),
     before retrieval. Nothing found (an empty scope included) fails the answer with NOTHING_FOUND, no
     generation queued."""
-    started = time.time()
-    names = model_names(tools)
-    key = cache_key(
-        question=question_check(question), collections=collections, mode=mode, generate=generate, models=names,
-        params=params,
-    )  # fmt: skip
-    found = cache_lookup(key=key, collections=collections)
-    answer_cache_count(found is not None)
-    if found is not None:
-        return cache_copy(found, question=question_check(question), user=user, started=started)
-    position = log_position()  # before retrieval: any entry appended from now on is "since"
-    cacheable = settings.ANSWER_CACHE and settled(collections)
+    cache: tuple[str, int] | None = None  # the key and log position the answer is cached under
+    if settings.ANSWER_CACHE:
+        started, text = time.time(), question_check(question)
+        key = cache_key(
+            question=text, collections=collections, mode=mode, generate=generate, models=model_names(tools),
+            params=params,
+        )  # fmt: skip
+        found = cache_lookup(key=key, collections=collections)
+        answer_cache_count(found is not None)
+        if found is not None:
+            return cache_copy(found, question=text, user=user, started=started)
+        if settled(collections):
+            cache = (key, log_position())  # before retrieval: any entry appended from now on is "since"
     if generate:  # before anything is recorded: a refused question leaves no answer behind
         generation_admit()
     with request_span("ask", mode=mode, generate=generate):
@@ -290,9 +291,8 @@ def answer_start(
         evidence = evidence_measure(retrieval.question, retrieval.sources)
         retrieval.stats["evidence"] = evidence.as_dict()
         answer = answer_record(
-            retrieval=retrieval, generate=generate, mode=mode, user=user, model_names=names,
-            cache=(key, position) if cacheable else None,
-        )  # fmt: skip
+            retrieval=retrieval, generate=generate, mode=mode, user=user, model_names=model_names(tools), cache=cache
+        )
         if generate and not retrieval.sources:
             answer_fail(answer, NOTHING_FOUND)
         elif generate and not evidence_sufficient(evidence, evidence_params()):

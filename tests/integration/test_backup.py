@@ -15,7 +15,7 @@ from django.core.management import CommandError, call_command
 from neo4j import Driver
 from pytest_django.fixtures import Settings
 
-from apps.core.backup.graph import graph_counts
+from apps.backup.graph import graph_counts
 from apps.ingest.services import default_extractor, document_delete, upload_ingest
 from apps.ledger.anchoring import anchors_advance
 from apps.ledger.chain import chain_from_settings

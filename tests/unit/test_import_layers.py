@@ -19,9 +19,6 @@ APPS = ROOT / "apps"
 ALLOWED_CYCLES = {
     # An answer's provenance is computed from the answer and shown on its pages (docs/decisions.md).
     frozenset({"answers", "provenance"}),
-    # apps/core/backup backs up the vector indexes and reads ingest's documents, while ingest, vectors
-    # and health use core's ground-floor helpers; backup as an app of its own above them ends this one.
-    frozenset({"core", "health", "ingest", "vectors"}),
 }
 
 

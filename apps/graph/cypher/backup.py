@@ -1,4 +1,4 @@
-"""Backup and restore of the whole graph (``apps.core.backup``, docs/backup.md)."""
+"""Backup and restore of the whole graph (``apps.backup``, docs/backup.md)."""
 
 from __future__ import annotations
 

@@ -8,14 +8,14 @@ from unittest.mock import Mock
 
 import pytest
 
-from apps.core.backup.manifest import (
+from apps.backup.manifest import (
     MANIFEST,
     BackupDamaged,
     Manifest,
     manifest_seal,
     manifest_verify,
 )
-from apps.core.backup.services import backup_restore
+from apps.backup.services import backup_restore
 from apps.core.files import file_sha256
 
 

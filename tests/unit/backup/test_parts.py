@@ -9,9 +9,9 @@ import pytest
 from django.db import DatabaseError, transaction
 from pytest_django.fixtures import Settings
 
-from apps.core.backup.database import database_dump, database_load
-from apps.core.backup.media import media_dump, media_load
-from apps.core.backup.vectors import vectors_dump, vectors_load, vectors_present
+from apps.backup.database import database_dump, database_load
+from apps.backup.media import media_dump, media_load
+from apps.backup.vectors import vectors_dump, vectors_load, vectors_present
 from apps.ledger.maintenance import maintenance
 from apps.ledger.models import ChangeEntry
 from apps.ledger.services import tree_head

@@ -17,7 +17,7 @@ from typing import Any
 from django.core.management import call_command
 from django.db import connection
 
-from apps.core.backup.manifest import BackupError
+from apps.backup.manifest import BackupError
 
 SQLITE_FILE = "database.sqlite3"
 JSON_FILE = "database.json"

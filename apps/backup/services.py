@@ -16,12 +16,12 @@ from typing import Any
 import django
 from neo4j import Driver
 
-from apps.core.backup.chain import chain_anchor_check, chain_dump, chain_load
-from apps.core.backup.database import database_dump, database_load
-from apps.core.backup.graph import graph_counts, graph_dump, graph_load
-from apps.core.backup.manifest import BackupError, Manifest, manifest_seal, manifest_verify
-from apps.core.backup.media import media_dump, media_load
-from apps.core.backup.vectors import vectors_dump, vectors_load, vectors_present
+from apps.backup.chain import chain_anchor_check, chain_dump, chain_load
+from apps.backup.database import database_dump, database_load
+from apps.backup.graph import graph_counts, graph_dump, graph_load
+from apps.backup.manifest import BackupError, Manifest, manifest_seal, manifest_verify
+from apps.backup.media import media_dump, media_load
+from apps.backup.vectors import vectors_dump, vectors_load, vectors_present
 
 logger = logging.getLogger(__name__)
 

@@ -12,7 +12,7 @@ from urllib.parse import urlsplit
 import requests
 from django.conf import settings
 
-from apps.core.backup.manifest import BackupError
+from apps.backup.manifest import BackupError
 from apps.ledger.chain import LOOPBACK, ChainError, chain_from_settings
 from apps.ledger.models import Anchor
 

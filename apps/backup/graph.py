@@ -17,7 +17,7 @@ from typing import Any
 from django.conf import settings
 from neo4j import Driver, ManagedTransaction
 
-from apps.core.backup.manifest import BackupError
+from apps.backup.manifest import BackupError
 from apps.graph import cypher
 from apps.graph.schema import graph_schema_apply
 

@@ -3,8 +3,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from apps.core.backup.manifest import BackupError
-from apps.core.backup.services import backup_restore
+from apps.backup.manifest import BackupError
+from apps.backup.services import backup_restore
 from apps.graph.driver import get_driver
 
 
