@@ -27,6 +27,8 @@ class ChangeEntry(models.Model):
     class Meta:
         ordering = ["seq"]
         verbose_name_plural = "change entries"
+        # the answer cache looks up the entries of the last seconds (apps/answers/cache.py)
+        indexes = [models.Index(fields=["time"], name="ledger_entry_time")]
 
     def __str__(self) -> str:
         return f"#{self.seq} {self.action} {self.subject_kind}:{self.subject_id}"

@@ -19,10 +19,9 @@ from apps.vectors.config import check_space, space_config
 from apps.vectors.errors import IdCollision
 from apps.vectors.ids import vector_id, vector_ids
 from apps.vectors.index import last_wins, prepare
-from apps.vectors.models import StoredVector
 from apps.vectors.persistence import manifest_read
 from apps.vectors.registry import vector_registry
-from apps.vectors.store import store_add, store_count, store_head, store_remove
+from apps.vectors.store import store_add, store_count, store_head, store_known, store_remove
 from apps.vectors.types import Ids, VectorItem, VectorMatch
 
 logger = logging.getLogger(__name__)
@@ -43,9 +42,7 @@ def vectors_add(*, space: str, items: Sequence[VectorItem], vectors: npt.ArrayLi
 
 
 def _check_collisions(space: str, ids: Ids, items: Sequence[VectorItem]) -> None:
-    known = dict(
-        StoredVector.objects.filter(space=space, vid__in=ids.tolist(), removed=False).values_list("vid", "node_id")
-    )
+    known = store_known(space, ids)
     for vid, item in zip(ids.tolist(), items, strict=True):
         if vid in known and known[vid] != item.node_id:
             raise IdCollision(f"nodes {known[vid]!r} and {item.node_id!r} share vector id {vid}")

@@ -21,6 +21,7 @@ from apps.vectors.models import StoredVector, VectorFeed, new_epoch
 from apps.vectors.types import Ids, SpaceConfig, VectorItem, Vectors
 
 FETCH_ROWS = 2000
+IN_CHUNK = 5000
 
 
 @dataclass(frozen=True)
@@ -101,14 +102,31 @@ def store_add(config: SpaceConfig, ids: Ids, items: Sequence[VectorItem], vector
     return seq
 
 
+def _chunks(ids: Ids) -> Iterator[list[int]]:
+    """The ids in lists short enough for one ``IN (...)`` (SQLite allows 32766 parameters)."""
+    values = [int(vid) for vid in ids.tolist()]
+    for start in range(0, len(values), IN_CHUNK):
+        yield values[start : start + IN_CHUNK]
+
+
+def store_known(space: str, ids: Ids) -> dict[int, str]:
+    """The node id stored under each of these live vector ids."""
+    known: dict[int, str] = {}
+    for chunk in _chunks(ids):
+        rows = StoredVector.objects.filter(space=space, vid__in=chunk, removed=False).values_list("vid", "node_id")
+        known.update(rows)
+    return known
+
+
 def store_remove(config: SpaceConfig, ids: Ids) -> int:
     """Mark these vector ids removed as one change; return how many stored vectors that removed."""
-    live = StoredVector.objects.filter(space=config.space, vid__in=[int(vid) for vid in ids.tolist()], removed=False)
-    if not live.exists():
+    chunks = list(_chunks(ids))
+    live = [StoredVector.objects.filter(space=config.space, vid__in=chunk, removed=False) for chunk in chunks]
+    if not any(rows.exists() for rows in live):
         return 0
     with transaction.atomic():
         seq = _next_seq(config)
-        return live.update(removed=True, vector=b"", seq=seq)
+        return sum(rows.update(removed=True, vector=b"", seq=seq) for rows in live)
 
 
 def store_changes(space: str, *, after: int, upto: int, live_only: bool = False) -> Iterator[Batch]:

@@ -188,3 +188,14 @@ def test_services_info(vectors_dir: Path) -> None:
 def test_unknown_spaces_are_refused(vectors_dir: Path) -> None:
     with pytest.raises(ValueError, match="unknown embedding space"):
         vectors_search(space="audio", queries=clustered(1, 32), k=1)
+
+
+def test_long_id_lists_are_read_and_removed_in_chunks(vectors_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("apps.vectors.store.IN_CHUNK", 3)
+    vectors_add(space="text", items=items(0, 10), vectors=clustered(10, 32))
+    assert vectors_remove(space="text", node_ids=[node_id(i) for i in range(8)]) == 8
+    assert store_head("text").seq == 2 and vectors_search(space="text", queries=clustered(1, 32), k=5)[0]
+    assert {match.node_id for match in vectors_search(space="text", queries=clustered(10, 32), k=10)[0]} == {
+        node_id(8),
+        node_id(9),
+    }
