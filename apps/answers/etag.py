@@ -16,9 +16,15 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from django.contrib.auth.base_user import AbstractBaseUser
+from django.contrib.auth.models import AnonymousUser
 from django.http import HttpRequest, HttpResponseBase, HttpResponseNotModified
 from django.utils.cache import patch_vary_headers
 
+from apps.accounts.access import readable_collections
+from apps.accounts.roles import can_audit
+from apps.answers.cache import log_position
+from apps.answers.feedback import feedback_of
 from apps.answers.models import Answer
 from apps.answers.services import answer_result
 from apps.ledger.services import LedgerError, tree_head
@@ -41,6 +47,23 @@ def answer_etag(answer: Answer, result: dict[str, Any] | None = None, *, extra: 
     body = json.dumps(result if result is not None else answer_result(answer), sort_keys=True, default=str)
     digest = hashlib.sha256(f"{body}\n{stood_on_root(answer)}\n{extra}".encode()).hexdigest()
     return f'"{digest}"'
+
+
+def page_state(answer: Answer, user: AbstractBaseUser | AnonymousUser) -> str:
+    """What the answer page shows besides the answer: the reader's own feedback, whether they may audit,
+    the collections they can read (path names are shown from those), and the change log's size (an
+    entity renamed or merged since changes the path names the page shows)."""
+    mine = feedback_of(answer, user)
+    readable = readable_collections(user)
+    return json.dumps(
+        {
+            "feedback": None if mine is None else [mine.vote, mine.note],
+            "audit": can_audit(user),
+            "readable": None if readable is None else sorted(readable),
+            "log": log_position(),
+        },
+        sort_keys=True,
+    )
 
 
 def etag_matches(request: HttpRequest, etag: str) -> bool:

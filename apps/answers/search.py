@@ -28,7 +28,7 @@ from apps.accounts.access import readable_collections
 from apps.accounts.models import Collection
 from apps.answers import services, streams
 from apps.answers.access import SESSION_KEY, answer_for, answer_remember, answer_visible
-from apps.answers.etag import answer_etag, etag_respond
+from apps.answers.etag import answer_etag, etag_respond, page_state
 from apps.answers.examples import example_questions
 from apps.answers.feedback import FeedbackError, feedback_check, feedback_of, feedback_record
 from apps.answers.followup import follow_up
@@ -225,9 +225,7 @@ def answer_page(request: HtmxHttpRequest, answer_id: uuid.UUID) -> HttpResponseB
         )
         return render(request, TEMPLATE, {**answer_context(answer, user=request.user), "form": form})
 
-    mine = feedback_of(answer, request.user)  # the page shows the reader's own verdict too
-    extra = "" if mine is None else f"{mine.vote}\n{mine.note}"
-    return etag_respond(request, answer_etag(answer, extra=extra), page)
+    return etag_respond(request, answer_etag(answer, extra=page_state(answer, request.user)), page)
 
 
 def _event(name: str, **data: Any) -> str:

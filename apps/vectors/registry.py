@@ -132,8 +132,8 @@ class VectorRegistry:
             copy = self._start(space, config, head, now)
         try:
             self._apply(space, copy, head)
-        except DatabaseError as exc:
-            return self._unreachable(space, copy, now, exc)
+        except DatabaseError as exc:  # the copy kept (if any) serves; a half-built new one never does
+            return self._unreachable(space, self._copies.get(space), now, exc)
         copy.synced_at = copy.checked_at = now
         copy.dirty = False
         self._copies[space] = copy

@@ -150,6 +150,10 @@ def test_the_api_and_the_page_tag_an_answer_and_honour_if_none_match() -> None:
     page = client.get(f"/ask/{answer.id}/")
     assert page.status_code == 200 and page["ETag"]
     assert client.get(f"/ask/{answer.id}/", HTTP_IF_NONE_MATCH=page["ETag"]).status_code == 304
+    entity_renamed()  # the page shows path names, which a logged change may rename: a new page tag
+    renamed = client.get(f"/ask/{answer.id}/", HTTP_IF_NONE_MATCH=page["ETag"])
+    assert renamed.status_code == 200 and renamed["ETag"] != page["ETag"]
+    assert client.get(f"/api/v1/answers/{answer.id}", HTTP_IF_NONE_MATCH=etag).status_code == 304  # the answer: same
 
     Answer.objects.filter(id=answer.id).update(answer="Someone else.")  # a changed answer: a new tag
     changed = client.get(f"/api/v1/answers/{answer.id}", HTTP_IF_NONE_MATCH=etag)
