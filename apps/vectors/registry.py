@@ -168,7 +168,7 @@ class VectorRegistry:
     def _apply(self, space: str, copy: _Copy, head: Head) -> None:
         if head.seq <= copy.seq:
             return
-        started, changed = time.perf_counter(), 0
+        start, started, changed = copy.seq, time.perf_counter(), 0
         for batch in store_changes(space, after=copy.seq, upto=head.seq, live_only=copy.seq == 0):
             if batch.removed.size:
                 changed += copy.index.remove(batch.removed)
@@ -181,6 +181,10 @@ class VectorRegistry:
         )  # fmt: skip
         copy.seq = head.seq
         copy.since_snapshot += changed
+        if start > 0 and store_head(space).pruned > start:
+            # tombstones this copy still needed may have been pruned while it read: build it again next time
+            logger.warning("%s vectors: the feed was pruned past %d while this copy caught up", space, start)
+            copy.seq = -1
 
     def _snapshot(self, space: str, copy: _Copy) -> None:
         """Save the copy as this host's local snapshot (a failure only costs a longer restart)."""

@@ -196,10 +196,12 @@ def store_renew() -> None:
 
 
 def store_prune(space: str, *, below: int) -> int:
-    """Drop the tombstones of changes at or below ``below`` (readers that are behind it reload)."""
+    """Drop the tombstones of changes at or below ``below``; a copy behind that point builds itself again
+    from the rows (it could no longer learn of those removals)."""
     with transaction.atomic():
-        feed = _feed(space)
-        upto = min(below, feed.seq)
-        dropped, _ = StoredVector.objects.filter(space=space, removed=True, seq__lte=upto).delete()
+        if not VectorFeed.objects.filter(space=space).update(seq=F("seq")):  # the feed's row lock, as a writer
+            return 0
+        upto = min(below, VectorFeed.objects.get(space=space).seq)
         VectorFeed.objects.filter(space=space, pruned__lt=upto).update(pruned=upto)
+        dropped, _ = StoredVector.objects.filter(space=space, removed=True, seq__lte=upto).delete()
     return dropped

@@ -89,3 +89,19 @@ def test_rebuilding_the_clip_space_while_it_is_off_names_the_setting(vectors_dir
     settings.CLIP_MODEL = "off"
     with pytest.raises(CommandError, match="the CLIP space is off: set RAGKG_CLIP_MODEL"):
         call_command("vectors", "rebuild", "--space", "clip")
+
+
+def test_prune_drops_the_tombstones_of_all_but_the_last_changes(vectors_dir: Path) -> None:
+    from apps.vectors.models import StoredVector
+    from apps.vectors.services import vectors_remove
+    from apps.vectors.store import store_head
+
+    vectors_add(space="text", items=items(0, 6), vectors=clustered(6, 32))
+    for i in range(3):
+        vectors_remove(space="text", node_ids=[items(i, i + 1)[0].node_id])  # changes 2, 3, 4
+    out = StringIO()
+    call_command("vectors", "prune", "--space", "text", "--keep", "1", stdout=out)
+    assert out.getvalue().strip() == "text: 2 tombstones dropped (changes up to 3)"
+    assert StoredVector.objects.filter(space="text", removed=True).count() == 1 and store_head("text").pruned == 3
+    with pytest.raises(CommandError, match="--keep"):
+        call_command("vectors", "prune", "--keep", "-1")

@@ -19,7 +19,15 @@ from apps.vectors.index import VectorIndex
 from apps.vectors.persistence import manifest_read
 from apps.vectors.registry import SyncPolicy, VectorRegistry
 from apps.vectors.services import vectors_add, vectors_info, vectors_remove, vectors_search
-from apps.vectors.store import store_add, store_clear, store_head, store_prune, store_remove, store_renew
+from apps.vectors.store import (
+    store_add,
+    store_changes,
+    store_clear,
+    store_head,
+    store_prune,
+    store_remove,
+    store_renew,
+)
 from apps.vectors.types import VectorItem
 from tests.unit.vectors.fakes import clustered, items, node_id, space
 
@@ -199,3 +207,24 @@ def test_long_id_lists_are_read_and_removed_in_chunks(vectors_dir: Path, monkeyp
         node_id(8),
         node_id(9),
     }
+
+
+def test_a_prune_while_a_copy_catches_up_makes_it_build_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    reader = host(tmp_path)
+    write(0, 4)
+    assert reader.get("text").count == 4  # at change 1
+    remove(0)
+    write(4, 5)
+    real = store_changes
+
+    def pruned_meanwhile(space: str, **kwargs: object) -> object:
+        batches = list(real(space, **kwargs))  # type: ignore[arg-type]
+        store_prune("text", below=store_head("text").seq)  # another process prunes during the read
+        return iter(batches)
+
+    monkeypatch.setattr(registry_module, "store_changes", pruned_meanwhile)
+    reader.get("text")
+    assert reader.position("text") == (store_head("text").epoch, -1)  # marked to build again
+    monkeypatch.setattr(registry_module, "store_changes", real)
+    index = reader.get("text")
+    assert index.count == 4 and node_id(0) not in {e.node_id for e in index.entries(index.ids().tolist()) if e}

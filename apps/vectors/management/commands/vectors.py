@@ -9,6 +9,7 @@ from apps.vectors.config import spaces_in_use
 from apps.vectors.errors import VectorIndexError
 from apps.vectors.maintenance import CheckReport, vectors_check, vectors_rebuild
 from apps.vectors.services import vectors_info
+from apps.vectors.store import store_head, store_prune
 from apps.vectors.types import SPACES, EmbedFn
 
 
@@ -39,6 +40,13 @@ class Command(BaseCommand):
             help="add the missing vectors, remove the extra ones, rebuild a copy that differs",
         )
         check.add_argument("--json", action="store_true", help="print the report as JSON")
+        prune = actions.add_parser(
+            "prune", help="drop the tombstones of removed vectors, but those of the last --keep changes"
+        )
+        prune.add_argument("--space", choices=SPACES, default="text")
+        prune.add_argument(
+            "--keep", type=int, default=10000, help="changes whose tombstones stay (a copy further behind rebuilds)"
+        )
         info = actions.add_parser("info", help="what this host's copy and the store hold")
         info.add_argument("--space", choices=SPACES, action="append", dest="spaces")
         info.add_argument("--json", action="store_true")
@@ -81,6 +89,14 @@ class Command(BaseCommand):
             self.stdout.write(f"repaired: {report.added} added, {report.removed} removed")
         style = self.style.SUCCESS if report.ok else self.style.WARNING
         self.stdout.write(style("in step with the graph" if report.ok else "out of step with the graph or the store"))
+
+    def _prune(self, options: dict[str, Any]) -> None:
+        if options["keep"] < 0:
+            raise CommandError("--keep is a number of changes, 0 or more")
+        space = options["space"]
+        below = store_head(space).seq - options["keep"]
+        dropped = store_prune(space, below=below) if below > 0 else 0
+        self.stdout.write(f"{space}: {dropped} tombstones dropped (changes up to {max(below, 0)})")
 
     def _info(self, options: dict[str, Any]) -> None:
         infos = [vectors_info(space=space) for space in options["spaces"] or spaces_in_use()]
