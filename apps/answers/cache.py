@@ -108,9 +108,8 @@ def cache_copy(found: Answer, *, question: str, user: AbstractBaseUser | None, s
     copied_from = found.id
     records = list(AttributionRecord.objects.filter(answer=found))
     with transaction.atomic():
-        answer = Answer.objects.get(id=copied_from)
+        answer = Answer(**{field.attname: getattr(found, field.attname) for field in Answer._meta.concrete_fields})
         answer.id = uuid.uuid4()
-        answer._state.adding = True
         answer.question = question
         answer.user = user if isinstance(user, User) else None
         answer.stats = {**found.stats, "cache": {"hit": True, "of": str(copied_from)}}

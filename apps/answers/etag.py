@@ -26,13 +26,12 @@ from apps.accounts.roles import can_audit
 from apps.answers.cache import log_position
 from apps.answers.feedback import feedback_of
 from apps.answers.models import Answer
-from apps.answers.services import answer_result
 from apps.ledger.services import LedgerError, tree_head
 
 
-def stood_on_root(answer: Answer) -> str:
-    """The root of the change log's tree at the size the answer stood on ("" when unknown)."""
-    size = answer.ledger.get("tree_size") if isinstance(answer.ledger, dict) else None
+def stood_on_root(ledger: Any) -> str:
+    """The root of the change log's tree at the size an answer's ``ledger`` stood on ("" when unknown)."""
+    size = ledger.get("tree_size") if isinstance(ledger, dict) else None
     if not isinstance(size, int):
         return ""
     try:
@@ -41,11 +40,11 @@ def stood_on_root(answer: Answer) -> str:
         return ""
 
 
-def answer_etag(answer: Answer, result: dict[str, Any] | None = None, *, extra: str = "") -> str:
-    """The tag: the answer (``answer_result``'s dict, computed unless given), the root it stood on, and
-    ``extra`` (what else a page shows, such as the reader's own feedback)."""
-    body = json.dumps(result if result is not None else answer_result(answer), sort_keys=True, default=str)
-    digest = hashlib.sha256(f"{body}\n{stood_on_root(answer)}\n{extra}".encode()).hexdigest()
+def answer_etag(result: dict[str, Any], *, extra: str = "") -> str:
+    """The tag: the answer (``answer_result``'s dict), the root of the log it stood on (its ``ledger``),
+    and ``extra`` (what else a page shows, such as the reader's own feedback)."""
+    body = json.dumps(result, sort_keys=True, default=str)
+    digest = hashlib.sha256(f"{body}\n{stood_on_root(result.get('ledger'))}\n{extra}".encode()).hexdigest()
     return f'"{digest}"'
 
 
@@ -76,7 +75,12 @@ def etag_respond(request: HttpRequest, etag: str, respond: Callable[[], HttpResp
     """304 when the caller holds ``etag``; otherwise ``respond()``; either way with the tag and the
     caching headers."""
     response: HttpResponseBase = HttpResponseNotModified() if etag_matches(request, etag) else respond()
+    etag_headers(response, etag)
+    return response
+
+
+def etag_headers(response: HttpResponseBase, etag: str) -> None:
+    """The tag and the caching headers every tagged answer response carries."""
     response["ETag"] = etag
     response["Cache-Control"] = "no-cache"
     patch_vary_headers(response, ("Cookie", "Authorization"))
-    return response

@@ -225,7 +225,8 @@ def answer_page(request: HtmxHttpRequest, answer_id: uuid.UUID) -> HttpResponseB
         )
         return render(request, TEMPLATE, {**answer_context(answer, user=request.user), "form": form})
 
-    return etag_respond(request, answer_etag(answer, extra=page_state(answer, request.user)), page)
+    etag = answer_etag(services.answer_result(answer), extra=page_state(answer, request.user))
+    return etag_respond(request, etag, page)
 
 
 def _event(name: str, **data: Any) -> str:

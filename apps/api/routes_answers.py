@@ -6,13 +6,12 @@ import uuid
 from typing import Any
 
 from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
-from django.utils.cache import patch_vary_headers
 from ninja import Router
 
 from apps.accounts.access import readable_collections
 from apps.accounts.roles import can_audit
 from apps.answers.access import answer_visible
-from apps.answers.etag import answer_etag, etag_matches, etag_respond
+from apps.answers.etag import answer_etag, etag_headers, etag_matches, etag_respond
 from apps.answers.models import Answer
 from apps.answers.services import answer_result
 from apps.answers.views import answer_events
@@ -34,14 +33,6 @@ def _shaped(result: dict[str, Any]) -> dict[str, Any]:
     return {**result, "error": result.get("error") or "", "citations": citations_of(result)}
 
 
-def _tagged(response: HttpResponse, answer_id: str, result: dict[str, Any]) -> None:
-    """The answer's ``ETag`` and caching headers on ``response`` (apps/answers/etag.py)."""
-    answer = Answer.objects.get(id=answer_id)
-    response["ETag"] = answer_etag(answer, result)
-    response["Cache-Control"] = "no-cache"
-    patch_vary_headers(response, ("Cookie", "Authorization"))
-
-
 @router.post("/ask", response={200: AnswerOut, **REFUSALS, **BUSY}, tags=["answers"])
 def ask(request: HttpRequest, body: AskIn, response: HttpResponse) -> Any:
     """Ask over the caller's readable collections (or the ones named among them). With ``stream`` the
@@ -58,7 +49,7 @@ def ask(request: HttpRequest, body: AskIn, response: HttpResponse) -> Any:
             mode=body.mode,
             generate=body.generate,
         )
-        _tagged(response, result["answer_id"], result)
+        etag_headers(response, answer_etag(result))
         return _shaped(result)
     answer = asking.ask_start(user=request.user, question=body.question, collections=body.collections, mode=body.mode)
     streamed = StreamingHttpResponse(answer_events(answer), content_type="application/x-ndjson")
@@ -89,10 +80,10 @@ def answer_get(request: HttpRequest, answer_id: str, response: HttpResponse) -> 
     change-log tree head it stood on; with a matching ``If-None-Match`` the answer is 304, no body."""
     answer = _answer(request, answer_id)
     result = answer_result(answer)
-    etag = answer_etag(answer, result)
+    etag = answer_etag(result)
     if etag_matches(request, etag):
         return etag_respond(request, etag, HttpResponse)
-    _tagged(response, answer_id, result)
+    etag_headers(response, etag)
     return _shaped(result)
 
 

@@ -27,10 +27,7 @@ def vectors_load(*, folder: Path) -> dict[str, int]:
     del folder
     store_renew()
     registry = vector_registry()
-    counts = {}
-    for space in SPACES:
-        counts[space] = registry.reload(space).count if store_count(space) else 0
-    return {space: count for space, count in counts.items() if count}
+    return {space: count for space in SPACES if store_count(space) and (count := registry.reload(space).count)}
 
 
 def vectors_present() -> bool:

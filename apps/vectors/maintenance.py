@@ -149,8 +149,8 @@ def _compare_host(report: CheckReport, collections: set[str] | None) -> None:
     seq = position[1] if position else 0
     stored = store_ids(report.space, collections, upto=seq)
     moving = store_changed_after(report.space, seq)
-    held = {vid: entry.node_id for vid, entry in zip(index.ids_in(collections).tolist(),
-            index.entries(index.ids_in(collections).tolist()), strict=True) if entry is not None}  # fmt: skip
+    ids = index.ids_in(collections).tolist()
+    held = {vid: entry.node_id for vid, entry in zip(ids, index.entries(ids), strict=True) if entry is not None}
     report.host = len(held)
     report.host_missing = sorted(stored[vid] for vid in stored.keys() - held.keys() - moving)
     report.host_extra = sorted(held[vid] for vid in held.keys() - stored.keys() - moving)
