@@ -88,7 +88,7 @@ class FillerPlan:
     next_links: list[Row] = field(default_factory=list)
     mentions: list[Row] = field(default_factory=list)
     entity_documents: dict[str, dict[str, None]] = field(default_factory=lambda: defaultdict(dict))
-    relations: dict[Relation, tuple[list[str], dict[str, None]]] = field(default_factory=dict)
+    relations: dict[Relation, dict[str, list[str]]] = field(default_factory=dict)  # document -> units
     new_relations: int = 0
 
 
@@ -187,11 +187,7 @@ def _chunk_entities(source: BaseChunk, k: int, skew: _Skew, rng: np.random.Gener
 
 
 def _relate(plan: FillerPlan, key: Relation, chunk_id: str, document_id: str) -> None:
-    if key not in plan.relations:
-        plan.relations[key] = ([], {})
-    units, documents = plan.relations[key]
-    units.append(chunk_id)
-    documents[document_id] = None
+    plan.relations.setdefault(key, {}).setdefault(document_id, []).append(chunk_id)
 
 
 def _add_chunk(
@@ -296,26 +292,18 @@ def _write(
 
 def plan_write(*, driver: Driver, plan: FillerPlan, batch: int) -> dict[str, float]:
     """The filler into Neo4j with bulk UNWIND statements; seconds per step."""
-    entity_rows = [{"id": e, "documents": list(docs)} for e, docs in plan.entity_documents.items()]
+    collection = plan.documents[0]["collection"] if plan.documents else ""
     relation_rows = [
-        {"source": s, "target": t, "predicate": p, "evidence": units, "documents": list(docs)}
-        for (s, t, p), (units, docs) in plan.relations.items()
+        {"source": s, "target": t, "predicate": p, "evidence": units, "document_id": doc, "collection": collection}
+        for (s, t, p), documents in plan.relations.items()
+        for doc, units in documents.items()
     ]
     return {
         "documents": _write(driver, cypher.DOCUMENTS_CREATE, plan.documents, batch),
         "chunks": _write(driver, bench_cypher.ANSWER_BENCH_CHUNKS_COPY, plan.chunks, batch),
         "next": _write(driver, cypher.CHUNKS_LINK_NEXT, plan.next_links, batch * 2),
         "mentions": _write(driver, cypher.mentions_create("Chunk"), plan.mentions, batch * 2),
-        "entity_documents": _write(
-            driver,
-            bench_cypher.ANSWER_BENCH_ENTITY_DOCUMENTS_ADD,
-            entity_rows,
-            batch * 5,
-            lambda r: 1 + len(r["documents"]),
-        ),
-        "relations": _write(
-            driver, bench_cypher.ANSWER_BENCH_RELATIONS_ADD, relation_rows, batch * 5, lambda r: 1 + len(r["evidence"])
-        ),
+        "relations": _write(driver, cypher.RELATIONS_MERGE, relation_rows, batch * 5, lambda r: 1 + len(r["evidence"])),
     }
 
 

@@ -50,7 +50,7 @@ RETURN i, vids ORDER BY i
 # --- answering benchmark: bulk filler for a 100k-chunk graph ------------------------------
 # benchmarks/answer_latency.py ingests a real base corpus, then grows the graph to 100k chunks
 # with filler shaped like ingested data: filler chunks copy a base chunk's text (server side),
-# mention base entities and add evidence to RELATED edges. Run only against the benchmark's
+# mention base entities and add evidence to relations (the ingest statement). Run only against the benchmark's
 # private database (var/bench-answers); nothing else sends these statements.
 
 # Every chunk of a collection with its document and its mentions (one per entity, the first).
@@ -70,11 +70,11 @@ MATCH (e:Entity)
 RETURN e.id AS id, COUNT { (e)<-[:MENTIONS]-() } AS degree
 """
 
-# Each RELATED edge once per unit in its evidence.
+# Each relation once per unit in its evidence.
 ANSWER_BENCH_RELATION_EVIDENCE = """
-MATCH (a:Entity)-[r:RELATED]->(b:Entity)
-UNWIND r.evidence AS unit
-RETURN unit, a.id AS source, b.id AS target, r.predicate AS predicate
+MATCH (a:Entity)-[ev:EVIDENCE]->(b:Entity)
+UNWIND ev.units AS unit
+RETURN unit, a.id AS source, b.id AS target, ev.predicate AS predicate
 """
 
 ANSWER_BENCH_CHUNKS_COPY = """
@@ -85,21 +85,6 @@ CREATE (d)-[:HAS_CHUNK]->(c:Chunk {id: row.id})
 SET c.text = src.text, c.ord = row.ord, c.sha256 = src.sha256, c.start = src.start, c.end = src.end,
     c.page = src.page, c.sentence_starts = src.sentence_starts, c.sentence_ends = src.sentence_ends,
     c.document_id = row.document_id, c.collection = row.collection
-"""
-
-ANSWER_BENCH_ENTITY_DOCUMENTS_ADD = """
-UNWIND $rows AS row
-MATCH (e:Entity {id: row.id})
-SET e.documents = e.documents + row.documents
-"""
-
-ANSWER_BENCH_RELATIONS_ADD = """
-UNWIND $rows AS row
-MATCH (a:Entity {id: row.source}), (b:Entity {id: row.target})
-MERGE (a)-[r:RELATED {predicate: row.predicate}]->(b)
-ON CREATE SET r.evidence = [], r.documents = []
-SET r.evidence = r.evidence + row.evidence, r.documents = r.documents + row.documents
-SET r.weight = size(r.evidence)
 """
 
 ANSWER_BENCH_RELATIONSHIP_COUNTS = "MATCH ()-[r]->() RETURN type(r) AS type, count(*) AS count ORDER BY type"

@@ -12,8 +12,11 @@ index) brings the graph to that many chunks, and this is measured:
   graph mode, every collection) after 100 warm-up questions, p50/p95 of each stage and in all;
 - ingestion: fresh 2WikiMultihopQA passages (different ones at each size) through the real pipeline
   (parse, spaCy NER helpers, the text encoder, the Neo4j write, the FAISS journal), passages per second;
+- deletion: 50 of those passages deleted one at a time (``apps.ingest.services.document_delete``: the
+  graph with exactly what only it supported, its vectors, its change-log entry), p50/p95 per document;
 - memory and storage: this process's resident memory (it holds the models and the FAISS index, like a
-  web process), Neo4j's, the Neo4j store on disk and the FAISS text index on disk.
+  web process), Neo4j's, the Neo4j store on disk, the relational database (the vectors' source of truth)
+  and the local FAISS text snapshot on disk.
 
 Writes benchmarks/results/scale.json and benchmarks/results/scale.png (latency against corpus size).
 """
@@ -44,7 +47,7 @@ from apps.answers.tools import default_tools, retrieval_params
 from apps.graph.driver import get_driver
 from apps.graph.schema import graph_schema_apply
 from apps.ingest import corpora
-from apps.ingest.services import FAILED, default_extractor, extraction_helpers_stop, uploads_ingest
+from apps.ingest.services import FAILED, default_extractor, document_delete, extraction_helpers_stop, uploads_ingest
 from apps.ingest.timing import StageTimer
 from benchmarks.answer_corpus import (
     HOW,
@@ -62,6 +65,7 @@ COLLECTION = "bench-scale"
 SIZES = (10_000, 100_000, 1_000_000)
 WARMUP_QUESTIONS = 100  # XQuAD questions first: Neo4j compiles its plans and its JIT warms up
 TARGET_P50_MS = {100_000: 30.0, 1_000_000: 60.0}
+DELETED = 50  # of the passages ingested at each size
 
 
 def log(message: str) -> None:
@@ -104,7 +108,8 @@ def disk_mib(path: Path) -> float:
     return round(int(out.split()[0]) / 1024, 1)
 
 
-def ingestion_measure(passages: list[tuple[str, bytes]]) -> dict[str, Any]:
+def ingestion_measure(passages: list[tuple[str, bytes]]) -> tuple[dict[str, Any], list[str]]:
+    """Ingestion's rate; and the ids of the documents it created."""
     timer = StageTimer()
     started = time.perf_counter()
     outcomes = uploads_ingest(
@@ -115,12 +120,31 @@ def ingestion_measure(passages: list[tuple[str, bytes]]) -> dict[str, Any]:
         timer=timer,
     )
     seconds = time.perf_counter() - started
+    created = [outcome.document_id for outcome in outcomes if outcome.status != FAILED and outcome.document_id]
     return {
         "passages": len(passages),
         "failures": sum(outcome.status == FAILED for outcome in outcomes),
         "seconds": round(seconds, 1),
         "passages_per_second": round(len(passages) / seconds, 1),
         "stage_seconds": {stage: round(value, 2) for stage, value in sorted(timer.seconds.items())},
+    }, created
+
+
+def deletion_measure(document_ids: list[str]) -> dict[str, Any]:
+    """Delete these documents one at a time; milliseconds per document."""
+    times = []
+    for document_id in document_ids:
+        started = time.perf_counter()
+        document_delete(driver=get_driver(), document_id=document_id, actor="system:bench")
+        times.append((time.perf_counter() - started) * 1000)
+    times.sort()
+    if not times:
+        return {"documents": 0}
+    return {
+        "documents": len(times),
+        "p50_ms": round(times[len(times) // 2], 1),
+        "p95_ms": round(times[min(len(times) - 1, int(len(times) * 0.95))], 1),
+        "max_ms": round(times[-1], 1),
     }
 
 
@@ -133,8 +157,10 @@ def size_measure(
     latency = latency_report(latency_measure(questions, tools, params))
     latency.pop("per_question", None)
     log(f"{size:,} chunks: stages 1-6 {latency['stages_1_6_ms']}")
-    ingestion = ingestion_measure(passages)  # the NER helpers stay up between sizes, as in a running worker
+    ingestion, created = ingestion_measure(passages)  # the NER helpers stay up between sizes, as in a worker
     log(f"{size:,} chunks: ingestion {ingestion['passages_per_second']} passages/s")
+    deletion = deletion_measure(created[:DELETED])
+    log(f"{size:,} chunks: deletion {deletion}")
     state = Path(settings.STATE_DIR)
     pid = neo4j_pid()
     return {
@@ -143,6 +169,7 @@ def size_measure(
         "load_average_after": os.getloadavg(),
         "latency": latency,
         "ingestion": ingestion,
+        "deletion": deletion,
         "memory_mib": {
             "this_process_rss": rss_mib(),
             "this_process_peak_rss": peak_rss_mib(),
@@ -150,6 +177,7 @@ def size_measure(
         },
         "disk_mib": {
             "neo4j_store": disk_mib(state / "neo4j"),
+            "relational_db": disk_mib(state / "db.sqlite3"),
             "faiss_text_index": disk_mib(state / "vectors" / "text"),
         },
         "graph": graph_counts(get_driver()),

@@ -147,8 +147,10 @@ DATABASES = {
     "default": dj_database_url.parse(DATABASE_URL, conn_max_age=env_int("DATABASE_CONN_MAX_AGE", 0, minimum=0))
 }
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
-    # Wait for a busy writer instead of failing at once (web and worker share the file).
-    DATABASES["default"]["OPTIONS"] = {"timeout": 20}
+    # Wait for a busy writer instead of failing at once (web and worker share the file). A transaction
+    # takes the write lock when it begins: one that read first and then wrote could not wait for a
+    # writer in another process (SQLite answers "database is locked" at once to avoid a deadlock).
+    DATABASES["default"]["OPTIONS"] = {"timeout": 20, "transaction_mode": "IMMEDIATE"}
 else:
     # An unreachable server fails within seconds instead of hanging a request.
     DATABASES["default"]["OPTIONS"] = {"connect_timeout": env_int("DATABASE_CONNECT_TIMEOUT", 5, minimum=1)}

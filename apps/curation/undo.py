@@ -36,7 +36,6 @@ def merge_snapshot(*, driver: Driver, keep: str, drop: str) -> dict[str, Any] | 
     vector = properties.pop("name_vector", None)
     names = [str(properties.get("name") or ""), *(properties.get("aliases") or [])]
     keep_aliases = list(record["keep_aliases"] or [])
-    keep_documents = list(record["keep_documents"] or [])
     mentions: dict[str, list[dict[str, Any]]] = {label: [] for label in UNIT_LABELS}
     for mention in record["mentions"]:
         if mention["label"] in mentions:
@@ -47,7 +46,6 @@ def merge_snapshot(*, driver: Driver, keep: str, drop: str) -> dict[str, Any] | 
         "properties": properties,
         "vector": [float(x) for x in vector] if vector is not None else None,
         "keep_aliases_added": [a for a in dict.fromkeys(names) if a != record["keep_name"] and a not in keep_aliases],
-        "keep_documents_added": [d for d in properties.get("documents") or [] if d not in keep_documents],
         "mentions": mentions,
         "relations": [dict(relation) for relation in record["relations"]],
         "synonyms": [dict(synonym) for synonym in record["synonyms"]],
@@ -88,6 +86,8 @@ def _refusal(entry: ChangeEntry, change: GraphChange | None, keep: str, drop: st
         return f"An entity of it changed after the merge (change-log entry #{later.seq}, {later.action}).", None
     if change is None or "undo" not in change.operation:
         return "The merge recorded no undo (it was too large, or made before merges could be undone).", None
+    if "keep_documents_added" in change.operation["undo"]:
+        return "The merge was recorded while support was kept in lists (before evidence edges): no undo.", None
     if change.applied_at is None:
         return "The merge has not reached the graph yet.", None
     return "", None

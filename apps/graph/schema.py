@@ -12,6 +12,8 @@ from apps.graph import cypher
 
 logger = logging.getLogger(__name__)
 
+CONVERT_PAGE = 2000  # relations or entities converted per transaction
+
 
 @dataclass(frozen=True)
 class SchemaReport:
@@ -28,8 +30,8 @@ def _schema_names(*, driver: Driver, database: str) -> set[str]:
 
 
 def graph_schema_apply(*, driver: Driver, database: str | None = None) -> SchemaReport:
-    """Create every constraint and index that is missing, and fill in properties that older
-    graphs lack (each unit's collection); report what changed."""
+    """Create every constraint and index that is missing, fill in properties that older graphs lack
+    (each unit's collection) and turn their support lists into edges; report what changed."""
     db = database or settings.NEO4J_DATABASE
     before = _schema_names(driver=driver, database=db)
     wanted = cypher.SCHEMA_CONSTRAINTS + cypher.SCHEMA_INDEXES
@@ -41,6 +43,9 @@ def graph_schema_apply(*, driver: Driver, database: str | None = None) -> Schema
         records, _, _ = driver.execute_query(statement, database_=db)
         if records and records[0]["filled"]:
             logger.info("graph schema: set the collection of %d units", records[0]["filled"])
+    for statement in (cypher.SUPPORT_LISTS_CONVERT, cypher.ENTITY_DOCUMENTS_REMOVE):
+        while converted := driver.execute_query(statement, limit=CONVERT_PAGE, database_=db)[0][0]["converted"]:
+            logger.info("graph schema: %d support lists converted to edges", converted)
     created = tuple(name for name, _ in wanted if name not in before)
     existing = tuple(name for name, _ in wanted if name in before)
     return SchemaReport(created=created, existing=existing)

@@ -50,7 +50,7 @@ def _delete(tx: ManagedTransaction, document_id: str) -> list[str] | None:
     if record is None:
         return None
     units = [unit for unit in record["units"] if unit is not None]
-    _run(tx, cypher.DOCUMENT_RELATIONS_RELEASE, document_id=document_id, units=units)
+    _run(tx, cypher.DOCUMENT_RELATIONS_RELEASE, document_id=document_id)
     _run(tx, cypher.DOCUMENT_ENTITIES_RELEASE, document_id=document_id)
     _run(tx, cypher.DOCUMENT_DELETE, document_id=document_id)
     return units

@@ -199,7 +199,14 @@ def add_knowledge(*, graph: DocumentGraph, units: Sequence[Unit], extractions: S
         )
     graph.mentions = dict(mentions)
     graph.relations = [
-        {"source": s, "target": t, "predicate": p, "evidence": units_, "document_id": doc_id}
+        {
+            "source": s,
+            "target": t,
+            "predicate": p,
+            "evidence": units_,
+            "document_id": doc_id,
+            "collection": graph.document["collection"],
+        }
         for (s, t, p), units_ in evidence.items()
     ]
     title_links(graph)

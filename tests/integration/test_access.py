@@ -150,10 +150,8 @@ def hop_documents(driver: Driver, hops: set[tuple[str, str]]) -> set[str]:
     records, _, _ = driver.execute_query(
         """
         UNWIND $pairs AS pair
-        MATCH (:Entity {id: pair[0]})-[r:RELATED]-(:Entity {id: pair[1]})
-        UNWIND r.documents AS document_id
-        MATCH (d:Document {id: document_id})
-        RETURN collect(DISTINCT d.collection) AS collections
+        MATCH (:Entity {id: pair[0]})-[ev:EVIDENCE]-(:Entity {id: pair[1]})
+        RETURN collect(DISTINCT ev.collection) AS collections
         """,
         pairs=[list(pair) for pair in hops],
     )
@@ -176,7 +174,10 @@ def test_outsiders_never_see_the_minutes_in_an_answer(
     world: World, people: dict[str, User], empty_graph: Driver, persona: str
 ) -> None:
     vault_only, _, _ = empty_graph.execute_query(
-        "MATCH (:Entity)-[r:RELATED]->(:Entity) WHERE r.documents = [$id] RETURN count(r) AS n", id=world.minutes.id
+        "MATCH (a:Entity)-[r:RELATED]->(b:Entity)"
+        " WHERE COLLECT { MATCH (a)-[ev:EVIDENCE {predicate: r.predicate}]->(b) RETURN ev.document } = [$id]"
+        " RETURN count(r) AS n",
+        id=world.minutes.id,
     )
     assert vault_only[0]["n"] > 0, "the minutes relate entities that public documents name"
     browser = client(people, persona)

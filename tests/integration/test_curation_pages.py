@@ -84,7 +84,8 @@ def entity_ids(driver: Driver) -> dict[str, str]:
 
 def entity(driver: Driver, entity_id: str) -> dict[str, Any] | None:
     records, _, _ = driver.execute_query(
-        "MATCH (e:Entity {id: $id}) RETURN e {.name, .aliases, .documents, "
+        "MATCH (e:Entity {id: $id}) RETURN e {.name, .aliases, "
+        "documents: COLLECT { MATCH (u)-[:MENTIONS]->(e) RETURN DISTINCT u.document_id ORDER BY u.document_id }, "
         "mentions: COUNT { ()-[:MENTIONS]->(e) }} AS e",
         id=entity_id,
     )
@@ -227,9 +228,20 @@ def test_split_moves_one_documents_mentions_to_a_new_entity(
     after = snapshot(ChangeEntry.objects.get(seq=start).after)
     assert after == {"kind": "Entity", "id": new_id, "name": "Charles Babbage (born in London)", "type": "PERSON"}
     records, _, _ = empty_graph.execute_query(
-        "MATCH (n:Entity {id: $id})-[r:RELATED]-(:Entity) RETURN r.documents AS documents", id=new_id
+        "MATCH (n:Entity {id: $id})-[r:RELATED]-(o:Entity) RETURN r.weight AS weight, COLLECT {"
+        " MATCH (n)-[ev:EVIDENCE {predicate: r.predicate}]-(o) WHERE startNode(ev) = startNode(r) RETURN ev }"
+        " AS evidence",
+        id=new_id,
     )
-    assert records and all(record["documents"] == [corpus["babbage"]] for record in records)
+    assert records and all(
+        [ev["document"] for ev in record["evidence"]] == [corpus["babbage"]]
+        and record["weight"] == sum(len(ev["units"]) for ev in record["evidence"])
+        for record in records
+    )
+    records, _, _ = empty_graph.execute_query(
+        "MATCH (:Entity {id: $id})-[ev:EVIDENCE]-() RETURN DISTINCT ev.document AS document", id=babbage
+    )
+    assert corpus["babbage"] not in {record["document"] for record in records}
     before = relations(empty_graph)
     reapply(empty_graph, start + 1)
     assert (entity(empty_graph, new_id), entity(empty_graph, babbage), relations(empty_graph)) == (new, old, before)

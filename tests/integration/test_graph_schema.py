@@ -35,3 +35,37 @@ def test_graph_schema_command(neo4j_driver: Driver, capsys: pytest.CaptureFixtur
     out = capsys.readouterr().out
     assert f"graph schema ready: 0 created, {len(WANTED)} already present" in out
     assert "exists   entity_id_unique" in out
+
+
+OLD_LISTS_GRAPH = """
+CREATE (c1:Chunk {id: 'c1', document_id: 'd1', collection: 'lab'}),
+       (c2:Chunk {id: 'c2', document_id: 'd2', collection: 'vault'}),
+       (r1:Row {id: 'r1', document_id: 'd2', collection: 'vault'})
+CREATE (a:Entity {id: 'a', name: 'Ada Lovelace', documents: ['d1', 'd2']}),
+       (b:Entity {id: 'b', name: 'Charles Babbage', documents: ['d1', 'd2']})
+CREATE (c1)-[:MENTIONS]->(a), (c1)-[:MENTIONS]->(b), (c2)-[:MENTIONS]->(a), (r1)-[:MENTIONS]->(b)
+CREATE (a)-[:RELATED {predicate: 'knew', evidence: ['c1', 'c2', 'r1'], documents: ['d1', 'd2'], weight: 3,
+                      status: 'approved'}]->(b)
+"""
+
+
+def test_support_lists_of_an_older_graph_become_evidence_edges(empty_graph: Driver) -> None:
+    empty_graph.execute_query(OLD_LISTS_GRAPH)
+    for _ in range(2):  # a second apply finds nothing left to convert
+        graph_schema_apply(driver=empty_graph)
+        records, _, _ = empty_graph.execute_query(
+            """
+            MATCH (a:Entity {id: 'a'})-[r:RELATED]->(b:Entity {id: 'b'})
+            RETURN properties(r) AS r, COLLECT { MATCH (a)-[ev:EVIDENCE]->(b) RETURN properties(ev) AS ev
+                                                 ORDER BY ev.document } AS evidence,
+                   COLLECT { MATCH (e:Entity) WHERE e.documents IS NOT NULL RETURN e.id } AS lists
+            """
+        )
+        [record] = records
+        assert record["r"] == {"predicate": "knew", "weight": 3, "status": "approved"}
+        evidence = [{**ev, "units": sorted(ev["units"])} for ev in record["evidence"]]
+        assert evidence == [
+            {"predicate": "knew", "document": "d1", "collection": "lab", "units": ["c1"]},
+            {"predicate": "knew", "document": "d2", "collection": "vault", "units": ["c2", "r1"]},
+        ]
+        assert record["lists"] == []

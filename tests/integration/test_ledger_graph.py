@@ -193,22 +193,30 @@ def test_documents_from_before_the_log_are_adopted(empty_graph: Driver) -> None:
 
 
 MERGE_GRAPH = """
-CREATE (k:Entity {id: 'k', name: 'Ada Lovelace', type: 'PERSON', aliases: [], documents: ['d2']}),
-       (d:Entity {id: 'd', name: 'Lovelace', type: 'PERSON', aliases: ['A. L.'], documents: ['d1', 'd3']}),
-       (a:Entity {id: 'a', name: 'Babbage', type: 'PERSON', aliases: [], documents: []}),
-       (b:Entity {id: 'b', name: 'London', type: 'GPE', aliases: [], documents: []})
-CREATE (d)-[:RELATED {predicate: 'knew', evidence: ['u1'], documents: ['d1'], status: 'approved', weight: 1}]->(a),
-       (k)-[:RELATED {predicate: 'knew', evidence: ['u2', 'u1'], documents: ['d2'], weight: 2}]->(a),
-       (b)-[:RELATED {predicate: 'in', evidence: ['u3', 'u4'], documents: ['d1'], status: 'rejected', weight: 2}]->(d),
-       (a)-[:RELATED {predicate: 'knew', evidence: ['u5'], documents: ['d3'], weight: 1}]->(d),
-       (d)-[:RELATED {predicate: 'same_as', evidence: ['u6'], documents: ['d1'], weight: 1}]->(k),
-       (d)-[:RELATED {predicate: 'is', evidence: ['u7'], documents: ['d1'], weight: 1}]->(d)
+CREATE (k:Entity {id: 'k', name: 'Ada Lovelace', type: 'PERSON', aliases: []}),
+       (d:Entity {id: 'd', name: 'Lovelace', type: 'PERSON', aliases: ['A. L.']}),
+       (a:Entity {id: 'a', name: 'Babbage', type: 'PERSON', aliases: []}),
+       (b:Entity {id: 'b', name: 'London', type: 'GPE', aliases: []})
+CREATE (d)-[:RELATED {predicate: 'knew', status: 'approved', weight: 2}]->(a),
+       (d)-[:EVIDENCE {predicate: 'knew', document: 'd1', collection: 'c', units: ['u1', 'u8']}]->(a),
+       (k)-[:RELATED {predicate: 'knew', weight: 2}]->(a),
+       (k)-[:EVIDENCE {predicate: 'knew', document: 'd2', collection: 'c', units: ['u2']}]->(a),
+       (k)-[:EVIDENCE {predicate: 'knew', document: 'd1', collection: 'c', units: ['u1']}]->(a),
+       (b)-[:RELATED {predicate: 'in', status: 'rejected', weight: 2}]->(d),
+       (b)-[:EVIDENCE {predicate: 'in', document: 'd1', collection: 'c', units: ['u3', 'u4']}]->(d),
+       (a)-[:RELATED {predicate: 'knew', weight: 1}]->(d),
+       (a)-[:EVIDENCE {predicate: 'knew', document: 'd3', collection: 'c', units: ['u5']}]->(d),
+       (d)-[:RELATED {predicate: 'same_as', weight: 1}]->(k),
+       (d)-[:EVIDENCE {predicate: 'same_as', document: 'd1', collection: 'c', units: ['u6']}]->(k),
+       (d)-[:RELATED {predicate: 'is', weight: 1}]->(d),
+       (d)-[:EVIDENCE {predicate: 'is', document: 'd1', collection: 'c', units: ['u7']}]->(d)
 """
 
 RELATIONS = """
 MATCH (s:Entity)-[r:RELATED]->(t:Entity)
-RETURN s.id AS s, r.predicate AS p, t.id AS t, r.evidence AS evidence, r.documents AS documents,
-       r.status AS status, r.weight AS weight
+RETURN s.id AS s, r.predicate AS p, t.id AS t, r.status AS status, r.weight AS weight,
+       COLLECT { MATCH (s)-[ev:EVIDENCE {predicate: r.predicate}]->(t)
+                 RETURN [ev.document, ev.units] ORDER BY ev.document } AS evidence
 ORDER BY s, p, t
 """
 
@@ -219,49 +227,43 @@ def test_a_merge_moves_relations_both_ways_keeping_direction_and_properties(empt
         empty_graph.execute_query(cypher.ENTITY_MERGE, keep="k", drop="d", database_=settings.NEO4J_DATABASE)
         records, _, _ = empty_graph.execute_query(RELATIONS, database_=settings.NEO4J_DATABASE)
         assert [dict(record) for record in records] == [
-            {"s": "a", "p": "knew", "t": "k", "evidence": ["u5"], "documents": ["d3"], "status": None, "weight": 1},
-            {
-                "s": "b",
-                "p": "in",
-                "t": "k",
-                "evidence": ["u3", "u4"],
-                "documents": ["d1"],
-                "status": "rejected",
-                "weight": 2,
-            },
+            {"s": "a", "p": "knew", "t": "k", "evidence": [["d3", ["u5"]]], "status": None, "weight": 1},
+            {"s": "b", "p": "in", "t": "k", "evidence": [["d1", ["u3", "u4"]]], "status": "rejected", "weight": 2},
             {
                 "s": "k",
                 "p": "knew",
                 "t": "a",
-                "evidence": ["u2", "u1"],
-                "documents": ["d2", "d1"],
+                "evidence": [["d1", ["u1", "u8"]], ["d2", ["u2"]]],
                 "status": "approved",
-                "weight": 2,
+                "weight": 3,
             },
         ]
     records, _, _ = empty_graph.execute_query(
-        "MATCH (e:Entity {id: 'k'}) RETURN e.aliases AS aliases, e.documents AS documents",
+        "MATCH (e:Entity {id: 'k'}) RETURN e.aliases AS aliases, COUNT { ()-[:EVIDENCE]->() } AS evidence",
         database_=settings.NEO4J_DATABASE,
     )
-    assert records[0]["aliases"] == ["Lovelace", "A. L."] and records[0]["documents"] == ["d2", "d1", "d3"]
+    assert records[0]["aliases"] == ["Lovelace", "A. L."] and records[0]["evidence"] == 4
     assert sorted(entity_ids(empty_graph).values()) == ["a", "b", "k"]
 
 
 UNDO_GRAPH = """
-CREATE (k:Entity {id: 'k', name: 'Ada Lovelace', type: 'PERSON', aliases: [], aliases_text: 'Ada Lovelace',
-                  documents: ['d2']}),
-       (d:Entity {id: 'd', name: 'Lovelace', type: 'PERSON', aliases: ['A. L.'], aliases_text: 'Lovelace A. L.',
-                  documents: ['d1', 'd3']}),
-       (a:Entity {id: 'a', name: 'Babbage', type: 'PERSON', aliases: [], aliases_text: 'Babbage', documents: []})
+CREATE (k:Entity {id: 'k', name: 'Ada Lovelace', type: 'PERSON', aliases: [], aliases_text: 'Ada Lovelace'}),
+       (d:Entity {id: 'd', name: 'Lovelace', type: 'PERSON', aliases: ['A. L.'], aliases_text: 'Lovelace A. L.'}),
+       (a:Entity {id: 'a', name: 'Babbage', type: 'PERSON', aliases: [], aliases_text: 'Babbage'})
 CREATE (c1:Chunk {id: 'c1', text: 'Lovelace met Babbage.'}), (c2:Chunk {id: 'c2', text: 'Ada Lovelace wrote.'}),
        (r1:Row {id: 'r1', text: 'Lovelace | 1815'})
 CREATE (c1)-[:MENTIONS {start: 0, end: 8, sentence: 0}]->(d), (c2)-[:MENTIONS {start: 0, end: 12, sentence: 0}]->(k),
        (r1)-[:MENTIONS {start: 0, end: 8, sentence: 0, linked: true}]->(d),
        (c1)-[:MENTIONS {start: 13, end: 20, sentence: 0}]->(a)
-CREATE (d)-[:RELATED {predicate: 'knew', evidence: ['u1'], documents: ['d1'], status: 'approved', weight: 1}]->(a),
-       (k)-[:RELATED {predicate: 'knew', evidence: ['u2', 'u1'], documents: ['d2'], weight: 2}]->(a),
-       (a)-[:RELATED {predicate: 'met', evidence: ['u5'], documents: ['d3'], weight: 1}]->(d),
-       (d)-[:RELATED {predicate: 'same_as', evidence: ['u6'], documents: ['d1'], weight: 1}]->(k),
+CREATE (d)-[:RELATED {predicate: 'knew', status: 'approved', weight: 2}]->(a),
+       (d)-[:EVIDENCE {predicate: 'knew', document: 'd1', collection: 'c', units: ['u1', 'u8']}]->(a),
+       (k)-[:RELATED {predicate: 'knew', weight: 2}]->(a),
+       (k)-[:EVIDENCE {predicate: 'knew', document: 'd2', collection: 'c', units: ['u2']}]->(a),
+       (k)-[:EVIDENCE {predicate: 'knew', document: 'd1', collection: 'c', units: ['u1']}]->(a),
+       (a)-[:RELATED {predicate: 'met', weight: 1}]->(d),
+       (a)-[:EVIDENCE {predicate: 'met', document: 'd3', collection: 'c', units: ['u5']}]->(d),
+       (d)-[:RELATED {predicate: 'same_as', weight: 1}]->(k),
+       (d)-[:EVIDENCE {predicate: 'same_as', document: 'd1', collection: 'c', units: ['u6']}]->(k),
        (d)-[:SYNONYM {score: 0.91, status: 'suggested'}]->(k)
 """
 
@@ -314,5 +316,18 @@ def test_a_merge_cannot_be_undone_once_an_entity_of_it_changed(empty_graph: Driv
     # New knowledge after the merge: a mention of the kept entity stays with it through an undo.
     renamed = entity_rename(driver=empty_graph, entity_id="k", name="Augusta Ada King", actor="curator:ana")
     with pytest.raises(CurationError, match=f"changed after the merge \\(change-log entry #{renamed.seq}"):
+        entity_unmerge(driver=empty_graph, seq=merged.seq, actor="curator:bo")
+    assert "d" not in entity_ids(empty_graph).values()
+
+
+def test_a_merge_recorded_with_support_lists_is_not_undone(empty_graph: Driver) -> None:
+    empty_graph.execute_query(UNDO_GRAPH, database_=settings.NEO4J_DATABASE)
+    merged = entity_merge(driver=empty_graph, keep="k", drop="d", actor="curator:ana")
+    change = GraphChange.objects.get(entry_id=merged.seq)
+    change.operation["undo"]["keep_documents_added"] = ["d1"]  # as merges were recorded before evidence edges
+    change.save(update_fields=["operation"])
+    last = undo.last_merge()
+    assert last is not None and "kept in lists" in last.refusal
+    with pytest.raises(CurationError, match="kept in lists"):
         entity_unmerge(driver=empty_graph, seq=merged.seq, actor="curator:bo")
     assert "d" not in entity_ids(empty_graph).values()

@@ -386,7 +386,9 @@ def world(empty_graph: Driver, people: dict[str, User]) -> World:
     [relation] = query(
         empty_graph,
         """
-        MATCH (a:Entity)-[r:RELATED]->(b:Entity) WHERE all(d IN r.documents WHERE d = $id)
+        MATCH (a:Entity)-[r:RELATED]->(b:Entity)
+        WHERE all(d IN COLLECT { MATCH (a)-[ev:EVIDENCE {predicate: r.predicate}]->(b) RETURN ev.document }
+                  WHERE d = $id)
         RETURN a.id AS source, r.predicate AS predicate, b.id AS target LIMIT 1
         """,
         id=minutes.id,

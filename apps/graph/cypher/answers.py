@@ -59,7 +59,8 @@ CALL (e) {
     AND CASE type(r)
       WHEN 'SYNONYM' THEN r.score >= $synonym_min_score
       ELSE $collections IS NULL
-           OR EXISTS { MATCH (d:Document) WHERE d.id IN r.documents AND d.collection IN $collections }
+           OR EXISTS { MATCH (e)-[ev:EVIDENCE {predicate: r.predicate}]-(other)
+                       WHERE startNode(ev) = startNode(r) AND ev.collection IN $collections }
     END
   WITH other, type(r) AS step, r.predicate AS predicate,
        CASE type(r) WHEN 'SYNONYM' THEN r.score / (1.0 - CASE WHEN r.score > 0.99 THEN 0.99 ELSE r.score END)

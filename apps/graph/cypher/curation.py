@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+from apps.graph.cypher.common import RELATION_SUPPORTED, RELATION_WEIGHT_SET
+
 SYNONYM_STATUS_SET = """
 MATCH (:Entity {id: $source})-[s:SYNONYM]->(:Entity {id: $target})
 SET s.status = $status
@@ -19,9 +21,40 @@ SET e.aliases_text = reduce(s = e.name, a IN e.aliases | s + ' ' + a)
 RETURN e.id AS id
 """
 
+# Move the relation old (from oa to ob) to the new ends a and b, with its evidence in documents (null:
+# all of it): the relation a-b (same predicate, direction and status unless it has one) takes the
+# evidence edges, both weights are counted again, and old goes when no evidence is left to it. The
+# body of a ``CALL (old, oa, ob, a, b, documents)`` subquery.
+RELATION_MOVE = (
+    """
+  MERGE (a)-[r:RELATED {predicate: old.predicate}]->(b)
+  SET r.status = coalesce(r.status, old.status)
+  WITH old, oa, ob, a, r, b, documents
+  CALL (old, oa, ob, a, b, documents) {
+    MATCH (oa)-[ev:EVIDENCE {predicate: old.predicate}]->(ob)
+    WHERE documents IS NULL OR ev.document IN documents
+    MERGE (a)-[moved:EVIDENCE {predicate: old.predicate, document: ev.document}]->(b)
+    ON CREATE SET moved.collection = ev.collection, moved.units = []
+    SET moved.units = moved.units + [x IN ev.units WHERE NOT x IN moved.units]
+    DELETE ev
+  }
+  WITH old, oa, ob, a, r, b
+  """
+    + RELATION_WEIGHT_SET
+    + """
+  WITH old, oa, ob
+  SET old.weight = reduce(n = 0, k IN COLLECT {
+    MATCH (oa)-[ev:EVIDENCE {predicate: old.predicate}]->(ob) RETURN size(ev.units) AS k
+  } | n + k)
+  WITH old, oa, ob WHERE NOT EXISTS { MATCH (oa)-[:EVIDENCE {predicate: old.predicate}]->(ob) }
+  DELETE old
+"""
+)
+
 # Mentions and relations of $drop move to $keep; its names become aliases of $keep; $drop goes.
 # A relation keeps its direction: $drop's end of it becomes $keep.
-ENTITY_MERGE = """
+ENTITY_MERGE = (
+    """
 MATCH (keep:Entity {id: $keep}), (drop:Entity {id: $drop})
 WHERE keep <> drop
 CALL (keep, drop) {
@@ -30,30 +63,27 @@ CALL (keep, drop) {
   DELETE m
 }
 CALL (keep, drop) {
-  MATCH (drop)-[r:RELATED]-(other) WHERE other <> keep
-  WITH r, CASE WHEN startNode(r) = drop THEN [keep, other] ELSE [other, keep] END AS ends
-  WITH r, ends[0] AS source, ends[1] AS target
-  MERGE (source)-[n:RELATED {predicate: r.predicate}]->(target)
-  ON CREATE SET n.evidence = [], n.documents = []
-  SET n.evidence = n.evidence + [x IN r.evidence WHERE NOT x IN n.evidence],
-      n.documents = n.documents + [x IN r.documents WHERE NOT x IN n.documents],
-      n.status = coalesce(n.status, r.status)
-  SET n.weight = size(n.evidence)
+  MATCH (drop)-[old:RELATED]-(other:Entity) WHERE other <> keep
+  WITH old, startNode(old) AS oa, endNode(old) AS ob,
+       CASE WHEN startNode(old) = drop THEN [keep, other] ELSE [other, keep] END AS ends
+  WITH old, oa, ob, ends[0] AS a, ends[1] AS b, null AS documents
+  CALL (old, oa, ob, a, b, documents) {"""
+    + RELATION_MOVE
+    + """  }
 }
-SET keep.aliases = keep.aliases + [a IN [drop.name] + drop.aliases WHERE a <> keep.name AND NOT a IN keep.aliases],
-    keep.documents = keep.documents + [x IN drop.documents WHERE NOT x IN keep.documents]
+SET keep.aliases = keep.aliases + [a IN [drop.name] + drop.aliases WHERE a <> keep.name AND NOT a IN keep.aliases]
 SET keep.aliases_text = reduce(s = keep.name, a IN keep.aliases | s + ' ' + a)
 DETACH DELETE drop
 RETURN keep.id AS id
 """
+)
 
 # What undoing a merge of $drop into $keep needs, read just before the merge: $drop's properties,
-# mentions (with the unit's label), relations (with what the merge adds to $keep's counterpart, or
-# that it creates one) and synonym edges, and $keep's names and documents.
+# mentions (with the unit's label), relations with their evidence edges (and the units the merge adds
+# to $keep's counterpart, or that it creates one) and synonym edges, and $keep's names.
 ENTITY_MERGE_SNAPSHOT = """
 MATCH (keep:Entity {id: $keep}), (drop:Entity {id: $drop})
 RETURN properties(drop) AS properties, keep.name AS keep_name, keep.aliases AS keep_aliases,
-       keep.documents AS keep_documents,
        COLLECT {
          MATCH (u)-[m:MENTIONS]->(drop)
          RETURN {label: [l IN labels(u) WHERE l IN ['Chunk', 'Row', 'Image']][0], unit: u.id,
@@ -66,8 +96,13 @@ RETURN properties(drop) AS properties, keep.name AS keep_name, keep.aliases AS k
          OPTIONAL MATCH (other)-[b:RELATED {predicate: r.predicate}]->(keep) WHERE NOT outgoing AND other <> keep
          WITH r, other, outgoing, coalesce(f, b) AS n
          RETURN {other: other.id, outgoing: outgoing, properties: properties(r), created: n IS NULL,
-                 status: n.status, added_evidence: [x IN r.evidence WHERE NOT x IN coalesce(n.evidence, [])],
-                 added_documents: [x IN r.documents WHERE NOT x IN coalesce(n.documents, [])]}
+                 status: n.status,
+                 evidence: COLLECT {
+                   MATCH (drop)-[ev:EVIDENCE {predicate: r.predicate}]-(other) WHERE startNode(ev) = startNode(r)
+                   OPTIONAL MATCH (keep)-[k:EVIDENCE {predicate: r.predicate, document: ev.document}]-(other)
+                   WHERE n IS NOT NULL AND startNode(k) = startNode(n)
+                   RETURN {properties: properties(ev), added: [x IN ev.units WHERE NOT x IN coalesce(k.units, [])]}
+                 }}
        } AS relations,
        COLLECT {
          MATCH (drop)-[s:SYNONYM]-(other)
@@ -76,18 +111,17 @@ RETURN properties(drop) AS properties, keep.name AS keep_name, keep.aliases AS k
 """
 
 # Undo a merge from its snapshot: $drop comes back with its properties, name vector, mentions,
-# relations and synonym edges; what the merge added to $keep (names, documents, relation evidence,
-# relations it created) goes. What $keep gained since from elsewhere stays. Idempotent.
-ENTITY_UNMERGE = """
+# relations (with their evidence edges) and synonym edges; what the merge added to $keep (names,
+# relation evidence, relations it created) goes. What $keep gained since from elsewhere stays. Idempotent.
+ENTITY_UNMERGE = (
+    """
 MATCH (keep:Entity {id: $keep})
 MERGE (drop:Entity {id: $drop})
-WITH keep, drop, coalesce(drop.documents, []) AS had_documents, coalesce(drop.aliases, []) AS had_aliases
+WITH keep, drop, coalesce(drop.aliases, []) AS had_aliases
 SET drop += $properties
-SET drop.documents = had_documents + [x IN $properties.documents WHERE NOT x IN had_documents],
-    drop.aliases = had_aliases + [a IN $properties.aliases WHERE NOT a IN had_aliases]
+SET drop.aliases = had_aliases + [a IN $properties.aliases WHERE NOT a IN had_aliases]
 SET drop.aliases_text = reduce(s = drop.name, a IN drop.aliases | s + ' ' + a)
-SET keep.aliases = [a IN keep.aliases WHERE NOT a IN $keep_aliases_added],
-    keep.documents = [x IN keep.documents WHERE NOT x IN $keep_documents_added]
+SET keep.aliases = [a IN keep.aliases WHERE NOT a IN $keep_aliases_added]
 SET keep.aliases_text = reduce(s = keep.name, a IN keep.aliases | s + ' ' + a)
 WITH keep, drop
 CALL (drop) {
@@ -127,18 +161,32 @@ CALL (keep, drop) {
     WITH rel, ends[0] AS source, ends[1] AS target
     MERGE (source)-[r:RELATED {predicate: rel.properties.predicate}]->(target)
     SET r += rel.properties
+    WITH rel, source, target
+    UNWIND rel.evidence AS ev
+    MERGE (source)-[e:EVIDENCE {predicate: ev.properties.predicate, document: ev.properties.document}]->(target)
+    SET e += ev.properties
   }
   CALL (keep, other, rel) {
     WITH keep, other, rel WHERE other <> keep
     WITH rel, CASE WHEN rel.outgoing THEN [keep, other] ELSE [other, keep] END AS ends
-    WITH rel, ends[0] AS source, ends[1] AS target
-    MATCH (source)-[n:RELATED {predicate: rel.properties.predicate}]->(target)
-    SET n.evidence = [x IN n.evidence WHERE NOT x IN rel.added_evidence],
-        n.documents = [x IN n.documents WHERE NOT x IN rel.added_documents],
-        n.status = CASE WHEN rel.created THEN n.status ELSE rel.status END
-    SET n.weight = size(n.evidence)
-    WITH n, rel WHERE rel.created AND size(n.evidence) = 0
-    DELETE n
+    WITH rel, ends[0] AS a, ends[1] AS b
+    MATCH (a)-[r:RELATED {predicate: rel.properties.predicate}]->(b)
+    SET r.status = CASE WHEN rel.created THEN r.status ELSE rel.status END
+    WITH rel, a, r, b
+    CALL (rel, a, b) {
+      UNWIND rel.evidence AS ev
+      MATCH (a)-[k:EVIDENCE {predicate: ev.properties.predicate, document: ev.properties.document}]->(b)
+      SET k.units = [x IN k.units WHERE NOT x IN ev.added]
+      WITH k WHERE size(k.units) = 0
+      DELETE k
+    }
+    """
+    + RELATION_WEIGHT_SET
+    + """
+    WITH rel, a, r, b WHERE rel.created AND NOT """
+    + RELATION_SUPPORTED
+    + """
+    DELETE r
   }
 }
 CALL (drop) {
@@ -151,6 +199,7 @@ CALL (drop) {
 }
 RETURN drop.id AS id
 """
+)
 
 ENTITY_DELETE = "MATCH (e:Entity {id: $id}) DETACH DELETE e RETURN count(*) AS deleted"
 
@@ -161,7 +210,11 @@ RETURN count(r) AS updated
 """
 
 RELATION_DELETE = """
-MATCH (:Entity {id: $source})-[r:RELATED {predicate: $predicate}]->(:Entity {id: $target})
+MATCH (a:Entity {id: $source})-[r:RELATED {predicate: $predicate}]->(b:Entity {id: $target})
+CALL (a, r, b) {
+  MATCH (a)-[ev:EVIDENCE {predicate: r.predicate}]->(b)
+  DELETE ev
+}
 DELETE r
 RETURN count(*) AS deleted
 """
@@ -178,67 +231,53 @@ RETURN e.id AS id
 """
 
 # The mentions of $id in units of $documents move to the new entity $new_id (created with $name and
-# $type), with the evidence of its relations that lies in those units; relations left without
-# evidence go. The documents move from one entity's list to the other's.
-ENTITY_SPLIT = """
+# $type), with its relations' evidence in those documents; relations left without evidence go.
+ENTITY_SPLIT = (
+    """
 MATCH (e:Entity {id: $id})
 MERGE (n:Entity {id: $new_id})
-ON CREATE SET n.name = $name, n.type = $type, n.aliases = [], n.documents = [], n.aliases_text = $name
+ON CREATE SET n.name = $name, n.type = $type, n.aliases = [], n.aliases_text = $name
 WITH e, n
-CALL (e) {
-  OPTIONAL MATCH (u)-[:MENTIONS]->(e) WHERE u.document_id IN $documents
-  RETURN collect(DISTINCT u.id) AS units
-}
 CALL (e, n) {
   MATCH (u)-[m:MENTIONS]->(e) WHERE u.document_id IN $documents
   CREATE (u)-[:MENTIONS {start: m.start, end: m.end, sentence: m.sentence}]->(n)
   DELETE m
 }
-CALL (e, n, units) {
-  MATCH (e)-[r:RELATED]->(other:Entity)
-  WHERE other <> n AND any(x IN coalesce(r.evidence, []) WHERE x IN units)
-  MERGE (n)-[s:RELATED {predicate: r.predicate}]->(other)
-  ON CREATE SET s.evidence = [], s.documents = []
-  SET s.evidence = s.evidence + [x IN r.evidence WHERE x IN units AND NOT x IN s.evidence],
-      s.documents = s.documents + [x IN r.documents WHERE x IN $documents AND NOT x IN s.documents],
-      s.status = coalesce(s.status, r.status)
-  SET s.weight = size(s.evidence)
-  SET r.evidence = [x IN r.evidence WHERE NOT x IN units], r.documents = [x IN r.documents WHERE NOT x IN $documents]
-  SET r.weight = size(r.evidence)
-  WITH r WHERE size(r.evidence) = 0
-  DELETE r
+CALL (e, n) {
+  MATCH (e)-[old:RELATED]-(other:Entity)
+  WHERE other <> n
+    AND EXISTS { MATCH (e)-[ev:EVIDENCE {predicate: old.predicate}]-(other)
+                 WHERE startNode(ev) = startNode(old) AND ev.document IN $documents }
+  WITH old, startNode(old) AS oa, endNode(old) AS ob,
+       CASE WHEN startNode(old) = e THEN [n, other] ELSE [other, n] END AS ends
+  WITH old, oa, ob, ends[0] AS a, ends[1] AS b, $documents AS documents
+  CALL (old, oa, ob, a, b, documents) {"""
+    + RELATION_MOVE
+    + """  }
 }
-CALL (e, n, units) {
-  MATCH (other:Entity)-[r:RELATED]->(e)
-  WHERE other <> n AND any(x IN coalesce(r.evidence, []) WHERE x IN units)
-  MERGE (other)-[s:RELATED {predicate: r.predicate}]->(n)
-  ON CREATE SET s.evidence = [], s.documents = []
-  SET s.evidence = s.evidence + [x IN r.evidence WHERE x IN units AND NOT x IN s.evidence],
-      s.documents = s.documents + [x IN r.documents WHERE x IN $documents AND NOT x IN s.documents],
-      s.status = coalesce(s.status, r.status)
-  SET s.weight = size(s.evidence)
-  SET r.evidence = [x IN r.evidence WHERE NOT x IN units], r.documents = [x IN r.documents WHERE NOT x IN $documents]
-  SET r.weight = size(r.evidence)
-  WITH r WHERE size(r.evidence) = 0
-  DELETE r
-}
-SET n.documents = n.documents + [x IN coalesce(e.documents, []) WHERE x IN $documents AND NOT x IN n.documents],
-    e.documents = [x IN coalesce(e.documents, []) WHERE NOT x IN $documents]
 RETURN n.id AS id
 """
+)
 
 # The predicate is part of the relation's MERGE key, so a new predicate is a new relationship
 # with the old one's properties; the old one goes.
-RELATION_PREDICATE_SET = """
-MATCH (a:Entity {id: $source})-[r:RELATED {predicate: $predicate}]->(b:Entity {id: $target})
-MERGE (a)-[n:RELATED {predicate: $new_predicate}]->(b)
-ON CREATE SET n = properties(r), n.predicate = $new_predicate
-ON MATCH SET n.evidence = coalesce(n.evidence, [])
-                          + [x IN coalesce(r.evidence, []) WHERE NOT x IN coalesce(n.evidence, [])],
-             n.documents = coalesce(n.documents, [])
-                           + [x IN coalesce(r.documents, []) WHERE NOT x IN coalesce(n.documents, [])],
-             n.status = coalesce(n.status, r.status)
-SET n.weight = coalesce(size(n.evidence), n.weight)
-DELETE r
-RETURN count(n) AS moved
+RELATION_PREDICATE_SET = (
+    """
+MATCH (a:Entity {id: $source})-[old:RELATED {predicate: $predicate}]->(b:Entity {id: $target})
+MERGE (a)-[r:RELATED {predicate: $new_predicate}]->(b)
+SET r.status = coalesce(r.status, old.status)
+WITH a, old, r, b
+CALL (a, b) {
+  MATCH (a)-[ev:EVIDENCE {predicate: $predicate}]->(b)
+  MERGE (a)-[moved:EVIDENCE {predicate: $new_predicate, document: ev.document}]->(b)
+  ON CREATE SET moved.collection = ev.collection, moved.units = []
+  SET moved.units = moved.units + [x IN ev.units WHERE NOT x IN moved.units]
+  DELETE ev
+}
 """
+    + RELATION_WEIGHT_SET
+    + """
+DELETE old
+RETURN count(r) AS moved
+"""
+)

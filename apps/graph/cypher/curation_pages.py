@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from apps.graph.cypher.common import RELATION_EVIDENCE
+from apps.graph.cypher.common import RELATION_DOCUMENTS, RELATION_EVIDENCE, RELATION_READABLE
 
 # What the curation pages (apps.curation) show. $collections is the reader's collections (null:
 # every collection); it applies to every unit, document and relation shown, so a curator never sees
@@ -43,9 +43,12 @@ CALL (e) {
   WHERE $collections IS NULL OR u.collection IN $collections
   RETURN count(u) AS mentions, count(DISTINCT u.document_id) AS documents
 }
+CALL (e) {
+  OPTIONAL MATCH (e)<-[:MENTIONS]-(u)
+  RETURN count(u) AS all_mentions, count(DISTINCT u.document_id) AS all_documents
+}
 RETURN e {.id, .name, .type, aliases: coalesce(e.aliases, [])} AS entity, mentions, documents,
-       COUNT { (e)<-[:MENTIONS]-() } AS all_mentions, COUNT { (e)-[:RELATED]-() } AS all_relations,
-       size(coalesce(e.documents, [])) AS all_documents
+       all_mentions, COUNT { (e)-[:RELATED]-() } AS all_relations, all_documents
 """
 
 # Readable units that mention the entity (each with its first mention's offsets) and their documents.
@@ -67,8 +70,9 @@ LIMIT $limit
 CURATION_ENTITY_RELATIONS = (
     """
 MATCH (a:Entity {id: $id})-[r:RELATED]-(b:Entity)
-WHERE $collections IS NULL
-   OR EXISTS { MATCH (d:Document) WHERE d.id IN r.documents AND d.collection IN $collections }
+WHERE """
+    + RELATION_READABLE
+    + """
 WITH a, r, b, r.predicate = 'co_occurs_with' AS co_occurrence
 ORDER BY co_occurrence, coalesce(r.weight, 0) DESC, r.predicate, b.name, b.id
 LIMIT $limit
@@ -84,8 +88,9 @@ RETURN startNode(r).id AS source, r.predicate AS predicate, endNode(r).id AS tar
        startNode(r) = a AS outgoing, coalesce(r.status, 'proposed') AS status, coalesce(r.weight, 0) AS weight,
        b {.id, .name, .type} AS other, co_occurrence, evidence_text, evidence_start, evidence_end,
        evidence_unit, evidence_document_id, evidence_document,
-       COUNT { MATCH (d:Document) WHERE d.id IN coalesce(r.documents, [])
-               AND ($collections IS NULL OR d.collection IN $collections) } AS documents
+       """
+    + RELATION_DOCUMENTS
+    + """ AS documents
 """
 )
 
@@ -149,15 +154,16 @@ OPTIONAL MATCH (e)<-[:MENTIONS]-(u)
 RETURN count(CASE WHEN u.document_id IN $documents THEN 1 END) AS moving, count(u) AS total
 """
 
-# A split: the entity's relations with evidence in $documents' units, and whether all of it moves.
+# A split: the entity's relations with evidence in $documents, and whether all of it moves.
 CURATION_SPLIT_RELATIONS = """
-MATCH (e:Entity {id: $id})<-[:MENTIONS]-(u)
-WHERE u.document_id IN $documents
-WITH e, collect(DISTINCT u.id) AS units
-MATCH (e)-[r:RELATED]-(:Entity)
-WHERE any(x IN coalesce(r.evidence, []) WHERE x IN units)
+MATCH (a:Entity {id: $id})-[ev:EVIDENCE]-(b:Entity)
+WHERE ev.document IN $documents
+MATCH (a)-[r:RELATED {predicate: ev.predicate}]-(b) WHERE startNode(r) = startNode(ev)
+WITH DISTINCT a, r, b
 RETURN startNode(r).id AS source, r.predicate AS predicate, endNode(r).id AS target,
-       coalesce(r.status, 'proposed') AS status, all(x IN r.evidence WHERE x IN units) AS moved
+       coalesce(r.status, 'proposed') AS status,
+       NOT EXISTS { MATCH (a)-[o:EVIDENCE {predicate: r.predicate}]-(b)
+                    WHERE startNode(o) = startNode(r) AND NOT o.document IN $documents } AS moved
 """
 
 # One page of relations passing the filters (empty strings filter nothing), strongest first, each with
@@ -170,8 +176,9 @@ WHERE ($status = '' OR coalesce(r.status, 'proposed') = $status)
   AND ($predicate = '' OR r.predicate = $predicate)
   AND ($entity = '' OR a.id = $entity OR b.id = $entity
        OR toLower(a.name) CONTAINS toLower($entity) OR toLower(b.name) CONTAINS toLower($entity))
-  AND ($collections IS NULL
-       OR EXISTS { MATCH (d:Document) WHERE d.id IN r.documents AND d.collection IN $collections })
+  AND """
+    + RELATION_READABLE
+    + """
 WITH a, r, b ORDER BY coalesce(r.weight, 0) DESC, a.name, r.predicate, b.name
 WITH collect([a, r, b]) AS found
 CALL (found) {
@@ -193,8 +200,9 @@ CALL (found) {
                   evidence_text: evidence_text, evidence_start: evidence_start, evidence_end: evidence_end,
                   evidence_unit: evidence_unit, evidence_document_id: evidence_document_id,
                   evidence_document: evidence_document,
-                  documents: COUNT { MATCH (d:Document) WHERE d.id IN coalesce(r.documents, [])
-                                     AND ($collections IS NULL OR d.collection IN $collections) }}) AS rows
+                  documents: """
+    + RELATION_DOCUMENTS
+    + """}) AS rows
 }
 RETURN size(found) AS total, rows
 """
@@ -203,15 +211,18 @@ RETURN size(found) AS total, rows
 CURATION_PREDICATES = "MATCH ()-[r:RELATED]->() RETURN DISTINCT r.predicate AS predicate ORDER BY predicate LIMIT 500"
 
 # Whether the relation has a supporting document the reader can read (no row: no such relation).
-CURATION_RELATION_READABLE = """
-MATCH (:Entity {id: $source})-[r:RELATED {predicate: $predicate}]->(:Entity {id: $target})
-RETURN $collections IS NULL
-       OR EXISTS { MATCH (d:Document) WHERE d.id IN r.documents AND d.collection IN $collections } AS readable
+CURATION_RELATION_READABLE = (
+    """
+MATCH (a:Entity {id: $source})-[r:RELATED {predicate: $predicate}]->(b:Entity {id: $target})
+RETURN """
+    + RELATION_READABLE
+    + """ AS readable
 """
+)
 
 # What deleting a document removes (apps.ingest.services.document_delete): its units, and, read the
 # way DOCUMENT_ENTITIES_RELEASE and DOCUMENT_RELATIONS_RELEASE write it, the entities and relations
-# that only it supports (the others only lose it from their documents and evidence).
+# that only it supports (the others only lose its mentions and evidence).
 CURATION_DOCUMENT_PARTS = """
 MATCH (d:Document {id: $document_id})
 CALL (d) { OPTIONAL MATCH (d)-[:HAS_CHUNK]->(c:Chunk) RETURN count(c) AS chunks }
@@ -225,19 +236,16 @@ CURATION_DOCUMENT_ENTITIES_RELEASED = """
 MATCH (d:Document {id: $document_id})
 MATCH (d)-[:HAS_CHUNK|HAS_IMAGE|HAS_TABLE|HAS_ROW*1..2]->()-[:MENTIONS]->(e:Entity)
 WITH DISTINCT e
-WITH e, size([x IN coalesce(e.documents, []) WHERE x <> $document_id]) = 0 AS released
+WITH e, NOT EXISTS { MATCH (u)-[:MENTIONS]->(e) WHERE u.document_id <> $document_id } AS released
 WITH e, released ORDER BY e.name, e.id
 RETURN count(e) AS mentioned, count(CASE WHEN released THEN 1 END) AS released,
        collect(CASE WHEN released THEN e {.id, .name, .type} END)[..$limit] AS entities
 """
 
 CURATION_DOCUMENT_RELATIONS_RELEASED = """
-MATCH (d:Document {id: $document_id})
-MATCH (d)-[:HAS_CHUNK|HAS_IMAGE|HAS_TABLE|HAS_ROW*1..2]->()-[:MENTIONS]->(e:Entity)
-WITH DISTINCT e
-MATCH (e)-[r:RELATED]-()
-WHERE $document_id IN r.documents
-WITH DISTINCT r
-RETURN count(r) AS supported,
-       count(CASE WHEN size([x IN r.documents WHERE x <> $document_id]) = 0 THEN 1 END) AS released
+MATCH (a:Entity)-[ev:EVIDENCE {document: $document_id}]->(b:Entity)
+MATCH (a)-[r:RELATED {predicate: ev.predicate}]->(b)
+WITH a, r, b,
+     EXISTS { MATCH (a)-[o:EVIDENCE {predicate: r.predicate}]->(b) WHERE o.document <> $document_id } AS kept
+RETURN count(r) AS supported, count(CASE WHEN NOT kept THEN 1 END) AS released
 """

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from apps.graph.cypher.common import RELATION_EVIDENCE
+from apps.graph.cypher.common import RELATION_DOCUMENTS, RELATION_EVIDENCE, RELATION_READABLE
 
 # $collections is the reader's collections (null: every collection), narrowed by the explorer's own
 # collection filter; it applies inside every statement: an entity is shown when a unit of $collections
@@ -31,14 +31,17 @@ RETURN e.id AS id, e.name AS name, e.type AS type, mentions
 """
 
 # The entity's shown neighbours over RELATED and SYNONYM edges, strongest first: how many, and the first $limit.
-GRAPH_NEIGHBOURS = """
-MATCH (e:Entity {id: $id})-[r:RELATED|SYNONYM]-(n:Entity)
-WHERE n <> e AND coalesce(r.status, '') <> 'rejected'
-  AND (type(r) = 'SYNONYM' OR $collections IS NULL
-       OR EXISTS { MATCH (d:Document) WHERE d.id IN r.documents AND d.collection IN $collections })
-  AND ($types IS NULL OR n.type IN $types)
+GRAPH_NEIGHBOURS = (
+    """
+MATCH (a:Entity {id: $id})-[r:RELATED|SYNONYM]-(b:Entity)
+WHERE b <> a AND coalesce(r.status, '') <> 'rejected'
+  AND (type(r) = 'SYNONYM' OR """
+    + RELATION_READABLE
+    + """)
+  AND ($types IS NULL OR b.type IN $types)
   AND ($relations IS NULL OR CASE type(r) WHEN 'SYNONYM' THEN 'synonym' ELSE r.predicate END IN $relations)
-WITH n, max(CASE type(r) WHEN 'SYNONYM' THEN coalesce(r.score, 0.0) ELSE toFloat(coalesce(r.weight, 0)) END) AS strength
+WITH b AS n,
+     max(CASE type(r) WHEN 'SYNONYM' THEN coalesce(r.score, 0.0) ELSE toFloat(coalesce(r.weight, 0)) END) AS strength
 WITH n, strength,
      COUNT { (n)<-[:MENTIONS]-(u) WHERE $collections IS NULL OR u.collection IN $collections } AS mentions
 WHERE mentions > 0 OR $collections IS NULL
@@ -46,6 +49,7 @@ WITH n, strength, mentions ORDER BY strength DESC, mentions DESC, n.name, n.id
 WITH collect({id: n.id, name: n.name, type: n.type, mentions: mentions}) AS rows
 RETURN size(rows) AS total, rows[..$limit] AS rows
 """
+)
 
 # The shown edges among the entities $ids (each once), strongest first, with how many documents of
 # $collections support each and one sentence of its evidence where both ends are mentioned.
@@ -54,8 +58,9 @@ GRAPH_EDGES = (
 UNWIND $ids AS id
 MATCH (a:Entity {id: id})-[r:RELATED|SYNONYM]->(b:Entity)
 WHERE b.id IN $ids AND a <> b AND coalesce(r.status, '') <> 'rejected'
-  AND (type(r) = 'SYNONYM' OR $collections IS NULL
-       OR EXISTS { MATCH (d:Document) WHERE d.id IN r.documents AND d.collection IN $collections })
+  AND (type(r) = 'SYNONYM' OR """
+    + RELATION_READABLE
+    + """)
   AND ($relations IS NULL OR CASE type(r) WHEN 'SYNONYM' THEN 'synonym' ELSE r.predicate END IN $relations)
 WITH a, r, b,
      CASE type(r) WHEN 'SYNONYM' THEN coalesce(r.score, 0.0) ELSE toFloat(coalesce(r.weight, 0)) END AS strength
@@ -70,8 +75,9 @@ OPTIONAL CALL (a, r, b) {"""
 RETURN a.id AS source, b.id AS target, type(r) AS type,
        CASE type(r) WHEN 'SYNONYM' THEN 'synonym' ELSE r.predicate END AS kind, strength,
        coalesce(r.status, CASE type(r) WHEN 'SYNONYM' THEN 'suggested' ELSE 'proposed' END) AS status,
-       COUNT { MATCH (d:Document) WHERE d.id IN coalesce(r.documents, [])
-               AND ($collections IS NULL OR d.collection IN $collections) } AS documents,
+       """
+    + RELATION_DOCUMENTS
+    + """ AS documents,
        evidence_text, evidence_start, evidence_end
 """
 )
@@ -100,12 +106,15 @@ RETURN id, labels(n)[0] AS label, left(coalesce(name, ''), 200) AS name, type, d
 """
 
 # The predicate of the strongest shown RELATED edge between each pair of entities (either direction).
-GRAPH_PATH_PREDICATES = """
+GRAPH_PATH_PREDICATES = (
+    """
 UNWIND $pairs AS pair
 MATCH (a:Entity {id: pair[0]})-[r:RELATED]-(b:Entity {id: pair[1]})
 WHERE coalesce(r.status, '') <> 'rejected'
-  AND ($collections IS NULL
-       OR EXISTS { MATCH (d:Document) WHERE d.id IN r.documents AND d.collection IN $collections })
+  AND """
+    + RELATION_READABLE
+    + """
 WITH pair, r ORDER BY r.weight DESC
 RETURN pair[0] AS source, pair[1] AS target, collect(r.predicate)[0] AS predicate
 """
+)

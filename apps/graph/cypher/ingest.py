@@ -4,6 +4,8 @@ entity name vectors and synonym edges, and the deletion of a document with exact
 
 from __future__ import annotations
 
+from apps.graph.cypher.common import RELATION_SUPPORTED
+
 # Every statement takes a batch ($rows, each row naming its document), so a batch of documents
 # costs a fixed number of round trips.
 
@@ -61,9 +63,8 @@ SET r.idx = row.idx, r.cells = row.cells, r.text = row.text, r.document_id = row
 ENTITIES_MERGE = """
 UNWIND $rows AS row
 MERGE (e:Entity {id: row.id})
-ON CREATE SET e.name = row.name, e.type = row.type, e.aliases = [], e.documents = []
-SET e.aliases = e.aliases + [a IN row.aliases WHERE NOT a IN e.aliases],
-    e.documents = CASE WHEN row.document_id IN e.documents THEN e.documents ELSE e.documents + row.document_id END
+ON CREATE SET e.name = row.name, e.type = row.type, e.aliases = []
+SET e.aliases = e.aliases + [a IN row.aliases WHERE NOT a IN e.aliases]
 SET e.aliases_text = reduce(s = e.name, a IN e.aliases | s + ' ' + a)
 """
 
@@ -121,25 +122,27 @@ CREATE (u)-[:MENTIONS {{start: row.start, end: row.end, sentence: row.sentence}}
 """
 
 
+# A relation is one RELATED edge (predicate, weight: its evidence units, status) and, beside it, one
+# EVIDENCE edge per supporting document (predicate, document, collection, that document's units):
+# adding or removing a document touches its own edge, never a list that grows with the corpus.
 RELATIONS_MERGE = """
 UNWIND $rows AS row
 MATCH (a:Entity {id: row.source}), (b:Entity {id: row.target})
 MERGE (a)-[r:RELATED {predicate: row.predicate}]->(b)
-ON CREATE SET r.evidence = [], r.documents = []
-SET r.evidence = r.evidence + [x IN row.evidence WHERE NOT x IN r.evidence],
-    r.documents = CASE WHEN row.document_id IN r.documents THEN r.documents ELSE r.documents + row.document_id END
-SET r.weight = size(r.evidence)
+MERGE (a)-[ev:EVIDENCE {predicate: row.predicate, document: row.document_id}]->(b)
+ON CREATE SET ev.collection = row.collection, ev.units = []
+WITH r, ev, [x IN row.evidence WHERE NOT x IN ev.units] AS added
+SET ev.units = ev.units + added, r.weight = coalesce(r.weight, 0) + size(added)
 """
 
 # Title links: a chunk span that names a title entity (apps.ingest.graph_build.title_links) becomes
-# a mention of it, and the chunk's document a contributor (a deleted document takes its links away).
+# a mention of it (a deleted document takes its links away).
 TITLE_LINKS_CREATE = """
 UNWIND $rows AS row
 MATCH (e:Entity {id: row.entity})
 MATCH (u:Chunk {id: row.unit})
 WHERE NOT (u)-[:MENTIONS]->(e)
 CREATE (u)-[:MENTIONS {start: row.start, end: row.end, sentence: row.sentence, linked: true}]->(e)
-SET e.documents = CASE WHEN row.document_id IN e.documents THEN e.documents ELSE e.documents + row.document_id END
 """
 
 # The chunks already in the graph (outside $documents) whose text holds a new title's name: the
@@ -162,26 +165,30 @@ OPTIONAL MATCH (d)-[:HAS_TABLE]->(:Table)-[:HAS_ROW]->(r:Row)
 RETURN d.id AS id, collect(DISTINCT u.id) + collect(DISTINCT r.id) AS units
 """
 
-DOCUMENT_RELATIONS_RELEASE = """
-MATCH (d:Document {id: $document_id})
-MATCH (d)-[:HAS_CHUNK|HAS_IMAGE|HAS_TABLE|HAS_ROW*1..2]->()-[:MENTIONS]->(e:Entity)
-WITH DISTINCT e
-MATCH (e)-[r:RELATED]-()
-WHERE $document_id IN r.documents
-WITH DISTINCT r
-SET r.documents = [x IN r.documents WHERE x <> $document_id],
-    r.evidence = [x IN r.evidence WHERE NOT x IN $units]
-SET r.weight = size(r.evidence)
-WITH r WHERE size(r.documents) = 0
+# The document's EVIDENCE edges go (found through their index), each relation loses its units from
+# the weight, and a relation no other document supports goes with them.
+DOCUMENT_RELATIONS_RELEASE = (
+    """
+MATCH (a:Entity)-[ev:EVIDENCE {document: $document_id}]->(b:Entity)
+MATCH (a)-[r:RELATED {predicate: ev.predicate}]->(b)
+WITH a, r, b, ev, size(ev.units) AS units
+DELETE ev
+WITH a, r, b, sum(units) AS units
+SET r.weight = r.weight - units
+WITH a, r, b
+WHERE NOT """
+    + RELATION_SUPPORTED
+    + """
 DELETE r
 """
+)
 
+# An entity goes when no unit of another document mentions it (its mentions are its support).
 DOCUMENT_ENTITIES_RELEASE = """
 MATCH (d:Document {id: $document_id})
 MATCH (d)-[:HAS_CHUNK|HAS_IMAGE|HAS_TABLE|HAS_ROW*1..2]->()-[:MENTIONS]->(e:Entity)
 WITH DISTINCT e
-SET e.documents = [x IN e.documents WHERE x <> $document_id]
-WITH e WHERE size(e.documents) = 0
+WHERE NOT EXISTS { MATCH (u)-[:MENTIONS]->(e) WHERE u.document_id <> $document_id }
 DETACH DELETE e
 """
 

@@ -5,6 +5,8 @@ indexes, idempotent with ``IF NOT EXISTS`` so they run on every start) and node 
 
 from __future__ import annotations
 
+from apps.graph.cypher.common import RELATION_WEIGHT_SET, UNIT_OF_ID
+
 PING = "RETURN 1 AS ok"
 
 SERVER_INFO = "CALL dbms.components() YIELD name, versions, edition RETURN name, versions[0] AS version, edition"
@@ -45,6 +47,8 @@ SCHEMA_INDEXES: tuple[tuple[str, str], ...] = (
     ("image_sha256", "CREATE INDEX image_sha256 IF NOT EXISTS FOR (n:Image) ON (n.sha256)"),
     ("entity_name", "CREATE INDEX entity_name IF NOT EXISTS FOR (n:Entity) ON (n.name)"),
     ("entity_type", "CREATE INDEX entity_type IF NOT EXISTS FOR (n:Entity) ON (n.type)"),
+    # A document's evidence edges, found when it is deleted.
+    ("evidence_document", "CREATE INDEX evidence_document IF NOT EXISTS FOR ()-[ev:EVIDENCE]-() ON (ev.document)"),
     (
         "entity_name_fulltext",
         "CREATE FULLTEXT INDEX entity_name_fulltext IF NOT EXISTS FOR (n:Entity) ON EACH [n.name, n.aliases_text]",
@@ -79,3 +83,37 @@ SET u.collection = d.collection
 RETURN count(u) AS filled
 """,
 )
+
+# Graphs written while support was kept in list properties (an entity's and a relation's documents, a
+# relation's evidence units) are converted on schema apply, a page of $limit at a time: each relation's
+# units become its EVIDENCE edges (one per document), the lists go.
+SUPPORT_LISTS_CONVERT = (
+    """
+MATCH (a:Entity)-[r:RELATED]->(b:Entity)
+WHERE r.evidence IS NOT NULL OR r.documents IS NOT NULL
+WITH a, r, b LIMIT $limit
+CALL (a, r, b) {
+  UNWIND coalesce(r.evidence, []) AS unit_id
+  CALL (unit_id) {"""
+    + UNIT_OF_ID
+    + """  }
+  WITH a, r, b, u.document_id AS document, u.collection AS collection, collect(u.id) AS units
+  MERGE (a)-[ev:EVIDENCE {predicate: r.predicate, document: document}]->(b)
+  ON CREATE SET ev.collection = collection, ev.units = []
+  SET ev.units = ev.units + [x IN units WHERE NOT x IN ev.units]
+}
+REMOVE r.evidence, r.documents
+WITH a, r, b
+"""
+    + RELATION_WEIGHT_SET
+    + """
+RETURN count(r) AS converted
+"""
+)
+
+ENTITY_DOCUMENTS_REMOVE = """
+MATCH (e:Entity) WHERE e.documents IS NOT NULL
+WITH e LIMIT $limit
+REMOVE e.documents
+RETURN count(e) AS converted
+"""

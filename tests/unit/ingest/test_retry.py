@@ -10,6 +10,7 @@ from django.utils import timezone
 from pytest_django.fixtures import DjangoCaptureOnCommitCallbacks
 from pytest_django.fixtures import Settings as SettingsWrapper
 
+from apps.ingest import tasks
 from apps.ingest.jobs import (
     RetryRefused,
     failed_uploads,
@@ -69,12 +70,15 @@ def test_a_failed_document_inside_a_zip_keeps_the_zip() -> None:
 
 
 def test_retry_queues_the_failed_files_as_a_new_job(
-    django_capture_on_commit_callbacks: DjangoCaptureOnCommitCallbacks,
+    django_capture_on_commit_callbacks: DjangoCaptureOnCommitCallbacks, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    sent: list[tuple[object, ...]] = []
+    monkeypatch.setattr(tasks.run_ingest_job, "apply_async", lambda args, queue: sent.append((*args, queue)))
     job = _finished([GOOD, BAD], [("good.txt", b"Ada"), ("bad.pdf", b"%PDF-broken")])
     with django_capture_on_commit_callbacks(execute=True) as callbacks:
         retry = job_retry(job_id=str(job.id), actor="user:cora")
     assert len(callbacks) == 2  # the task is sent, the old copy deleted, after commit
+    assert sent == [(str(retry.id), "ingest")]
     assert (retry.collection, retry.actor, retry.retry_of_id, retry.state) == ("c", "user:cora", job.id, "queued")
     assert [item["name"] for item in retry.files] == ["bad.pdf"]
     assert Path(retry.files[0]["stored"]).read_bytes() == b"%PDF-broken"
