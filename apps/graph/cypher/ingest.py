@@ -124,15 +124,17 @@ CREATE (u)-[:MENTIONS {{start: row.start, end: row.end, sentence: row.sentence}}
 
 # A relation is one RELATED edge (predicate, weight: its evidence units, status) and, beside it, one
 # EVIDENCE edge per supporting document (predicate, document, collection, that document's units):
-# adding or removing a document touches its own edge, never a list that grows with the corpus.
+# adding or removing a document touches its own edge, never a list that grows with the corpus. The
+# evidence edge is created, not merged: a document is new when it is written (its id is its content's,
+# a replaced version is deleted first) and each of its rows names one relation once, so nothing has to
+# scan the other documents' edges between the two entities.
 RELATIONS_MERGE = """
 UNWIND $rows AS row
 MATCH (a:Entity {id: row.source}), (b:Entity {id: row.target})
 MERGE (a)-[r:RELATED {predicate: row.predicate}]->(b)
-MERGE (a)-[ev:EVIDENCE {predicate: row.predicate, document: row.document_id}]->(b)
-ON CREATE SET ev.collection = row.collection, ev.units = []
-WITH r, ev, [x IN row.evidence WHERE NOT x IN ev.units] AS added
-SET ev.units = ev.units + added, r.weight = coalesce(r.weight, 0) + size(added)
+CREATE (a)-[:EVIDENCE {predicate: row.predicate, document: row.document_id, collection: row.collection,
+                       units: row.evidence}]->(b)
+SET r.weight = coalesce(r.weight, 0) + size(row.evidence)
 """
 
 # Title links: a chunk span that names a title entity (apps.ingest.graph_build.title_links) becomes

@@ -86,7 +86,8 @@ RETURN count(u) AS filled
 
 # Graphs written while support was kept in list properties (an entity's and a relation's documents, a
 # relation's evidence units) are converted on schema apply, a page of $limit at a time: each relation's
-# units become its EVIDENCE edges (one per document), the lists go.
+# units become its EVIDENCE edges (one per document), the lists go, in one transaction per page (so no
+# relation is half converted, and its edges are created, not merged).
 SUPPORT_LISTS_CONVERT = (
     """
 MATCH (a:Entity)-[r:RELATED]->(b:Entity)
@@ -97,10 +98,8 @@ CALL (a, r, b) {
   CALL (unit_id) {"""
     + UNIT_OF_ID
     + """  }
-  WITH a, r, b, u.document_id AS document, u.collection AS collection, collect(u.id) AS units
-  MERGE (a)-[ev:EVIDENCE {predicate: r.predicate, document: document}]->(b)
-  ON CREATE SET ev.collection = collection, ev.units = []
-  SET ev.units = ev.units + [x IN units WHERE NOT x IN ev.units]
+  WITH a, r, b, u.document_id AS document, u.collection AS collection, collect(DISTINCT u.id) AS units
+  CREATE (a)-[:EVIDENCE {predicate: r.predicate, document: document, collection: collection, units: units}]->(b)
 }
 REMOVE r.evidence, r.documents
 WITH a, r, b
