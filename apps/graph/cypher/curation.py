@@ -21,19 +21,20 @@ SET e.aliases_text = reduce(s = e.name, a IN e.aliases | s + ' ' + a)
 RETURN e.id AS id
 """
 
-# Move the relation old (from oa to ob) to the new ends a and b, with its evidence in documents (null:
-# all of it): the relation a-b (same predicate, direction and status unless it has one) takes the
-# evidence edges, both weights are counted again, and old goes when no evidence is left to it. The
-# body of a ``CALL (old, oa, ob, a, b, documents)`` subquery.
+# Move the relation old (from oa to ob) to the relation a-b with predicate, taking its evidence in
+# documents (null: all of it): a-b (same direction, old's status unless it has one) takes the evidence
+# edges, both weights are counted again, and old goes when no evidence is left to it. The body of a
+# ``CALL (old, oa, ob, a, b, documents, predicate)`` subquery (the old weight is counted apart from
+# RELATION_WEIGHT_SET because a subquery cannot rebind its imported a, r, b).
 RELATION_MOVE = (
     """
-  MERGE (a)-[r:RELATED {predicate: old.predicate}]->(b)
+  MERGE (a)-[r:RELATED {predicate: predicate}]->(b)
   SET r.status = coalesce(r.status, old.status)
-  WITH old, oa, ob, a, r, b, documents
-  CALL (old, oa, ob, a, b, documents) {
+  WITH old, oa, ob, a, r, b, documents, predicate
+  CALL (old, oa, ob, a, b, documents, predicate) {
     MATCH (oa)-[ev:EVIDENCE {predicate: old.predicate}]->(ob)
     WHERE documents IS NULL OR ev.document IN documents
-    MERGE (a)-[moved:EVIDENCE {predicate: old.predicate, document: ev.document}]->(b)
+    MERGE (a)-[moved:EVIDENCE {predicate: predicate, document: ev.document}]->(b)
     ON CREATE SET moved.collection = ev.collection, moved.units = []
     SET moved.units = moved.units + [x IN ev.units WHERE NOT x IN moved.units]
     DELETE ev
@@ -66,8 +67,8 @@ CALL (keep, drop) {
   MATCH (drop)-[old:RELATED]-(other:Entity) WHERE other <> keep
   WITH old, startNode(old) AS oa, endNode(old) AS ob,
        CASE WHEN startNode(old) = drop THEN [keep, other] ELSE [other, keep] END AS ends
-  WITH old, oa, ob, ends[0] AS a, ends[1] AS b, null AS documents
-  CALL (old, oa, ob, a, b, documents) {"""
+  WITH old, oa, ob, ends[0] AS a, ends[1] AS b, null AS documents, old.predicate AS predicate
+  CALL (old, oa, ob, a, b, documents, predicate) {"""
     + RELATION_MOVE
     + """  }
 }
@@ -250,8 +251,8 @@ CALL (e, n) {
                  WHERE startNode(ev) = startNode(old) AND ev.document IN $documents }
   WITH old, startNode(old) AS oa, endNode(old) AS ob,
        CASE WHEN startNode(old) = e THEN [n, other] ELSE [other, n] END AS ends
-  WITH old, oa, ob, ends[0] AS a, ends[1] AS b, $documents AS documents
-  CALL (old, oa, ob, a, b, documents) {"""
+  WITH old, oa, ob, ends[0] AS a, ends[1] AS b, $documents AS documents, old.predicate AS predicate
+  CALL (old, oa, ob, a, b, documents, predicate) {"""
     + RELATION_MOVE
     + """  }
 }
@@ -260,24 +261,14 @@ RETURN n.id AS id
 )
 
 # The predicate is part of the relation's MERGE key, so a new predicate is a new relationship
-# with the old one's properties; the old one goes.
+# with the old one's status and evidence edges; the old one goes.
 RELATION_PREDICATE_SET = (
     """
 MATCH (a:Entity {id: $source})-[old:RELATED {predicate: $predicate}]->(b:Entity {id: $target})
-MERGE (a)-[r:RELATED {predicate: $new_predicate}]->(b)
-SET r.status = coalesce(r.status, old.status)
-WITH a, old, r, b
-CALL (a, b) {
-  MATCH (a)-[ev:EVIDENCE {predicate: $predicate}]->(b)
-  MERGE (a)-[moved:EVIDENCE {predicate: $new_predicate, document: ev.document}]->(b)
-  ON CREATE SET moved.collection = ev.collection, moved.units = []
-  SET moved.units = moved.units + [x IN ev.units WHERE NOT x IN moved.units]
-  DELETE ev
-}
-"""
-    + RELATION_WEIGHT_SET
-    + """
-DELETE old
-RETURN count(r) AS moved
+WITH old, a AS oa, b AS ob, a, b, null AS documents, $new_predicate AS predicate
+CALL (old, oa, ob, a, b, documents, predicate) {"""
+    + RELATION_MOVE
+    + """}
+RETURN count(*) AS moved
 """
 )

@@ -40,12 +40,10 @@ CURATION_ENTITY = """
 MATCH (e:Entity {id: $id})
 CALL (e) {
   OPTIONAL MATCH (e)<-[:MENTIONS]-(u)
-  WHERE $collections IS NULL OR u.collection IN $collections
-  RETURN count(u) AS mentions, count(DISTINCT u.document_id) AS documents
-}
-CALL (e) {
-  OPTIONAL MATCH (e)<-[:MENTIONS]-(u)
-  RETURN count(u) AS all_mentions, count(DISTINCT u.document_id) AS all_documents
+  WITH u, $collections IS NULL OR u.collection IN $collections AS readable
+  RETURN count(CASE WHEN readable THEN u END) AS mentions,
+         count(DISTINCT CASE WHEN readable THEN u.document_id END) AS documents,
+         count(u) AS all_mentions, count(DISTINCT u.document_id) AS all_documents
 }
 RETURN e {.id, .name, .type, aliases: coalesce(e.aliases, [])} AS entity, mentions, documents,
        all_mentions, COUNT { (e)-[:RELATED]-() } AS all_relations, all_documents
