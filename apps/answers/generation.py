@@ -11,11 +11,12 @@ those scores; the ``done`` event carries that text.
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import timedelta
-from typing import Any
+from typing import Any, cast
 
 from django.conf import settings
 from django.utils import timezone
@@ -25,7 +26,8 @@ from apps.answers.answer_text import answer_clean, lines_written
 from apps.answers.models import Answer
 from apps.answers.prompt import NOT_FOUND
 from apps.answers.support import SAID, UNSUPPORTED_WORDS, answer_refusal, avoid_first, prompt_sources_text
-from apps.models.interfaces import Generator
+from apps.models.interfaces import AnswerEngine, Generator
+from apps.models.openai_engine import EngineUnavailable
 from apps.observability.tracing import span_set, stage_span
 from apps.provenance.services import answer_attribute_fast
 
@@ -40,10 +42,11 @@ class GenerationResult:
     first_token_ms: float | None
     timed_out: bool
     stopped: bool = False  # the asker stopped it
+    engine: dict[str, str] | None = None  # what wrote it: kind, name, where
 
     def as_dict(self) -> dict[str, object]:
         rate = self.tokens / self.seconds if self.seconds > 0 else 0.0
-        return {
+        summary: dict[str, object] = {
             "tokens": self.tokens,
             "seconds": round(self.seconds, 3),
             "first_token_ms": None if self.first_token_ms is None else round(self.first_token_ms, 1),
@@ -51,22 +54,37 @@ class GenerationResult:
             "timed_out": self.timed_out,
             "stopped": self.stopped,
         }
+        if self.engine:
+            summary["engine"] = self.engine
+        return summary
+
+
+def tokenizer_count(model: Generator) -> Callable[[str], int]:
+    """Counts a text's tokens with ``model``'s tokenizer."""
+    return lambda text: len(model.tokenizer.encode(text, add_special_tokens=False))
+
+
+def engine_summary(engine: AnswerEngine) -> dict[str, str]:
+    """What the answer's record says about the engine that wrote it."""
+    return {"kind": engine.kind, "name": engine.name, "where": engine.where}
 
 
 def stream_answer(
     *,
     answer_id: str,
-    generator: Generator,
+    generator: AnswerEngine,
     system: str,
     user: str,
     max_new_tokens: int,
     timeout: float,
     lines: int = 0,
     avoid: Sequence[str] = (),
+    count_tokens: Callable[[str], int] | None = None,
 ) -> GenerationResult:
     """Generate, publishing each piece; stop early (keeping the text so far) past ``timeout``, and
     after ``lines`` written lines when it is not 0 (1: the short answer alone); the answer does not
-    begin with a word of ``avoid``."""
+    begin with a word of ``avoid``. Tokens are counted with ``count_tokens`` (by default the
+    generator's own tokenizer)."""
     started = time.perf_counter()
     pieces: list[str] = []
     first: float | None = None
@@ -88,9 +106,10 @@ def stream_answer(
                 break
     finally:
         stream.close()
+    seconds = time.perf_counter() - started
     text = "".join(pieces).strip()
-    tokens = len(generator.tokenizer.encode(text, add_special_tokens=False)) if text else 0
-    return GenerationResult(text, tokens, time.perf_counter() - started, first, timed_out, stopped)
+    tokens = (count_tokens or tokenizer_count(cast(Generator, generator)))(text) if text else 0
+    return GenerationResult(text, tokens, seconds, first, timed_out, stopped)
 
 
 STOPPED = "Stopped at your request: the answer is what was written before that."
@@ -191,34 +210,44 @@ def answer_not_found(answer_id: str, note: str, **fields: Any) -> None:
     )
 
 
-def answer_generate(*, answer_id: str, load_generator: Callable[[], Generator]) -> None:
+def answer_generate(
+    *,
+    answer_id: str,
+    load_engine: Callable[[], AnswerEngine],
+    load_reader: Callable[[], Generator] | None = None,
+) -> None:
     """Generate the answer of a claimed ``Answer`` and record it (or the failure). ``started`` is
-    published before the generator loads, so a reader knows a worker has the question even while
-    a first load takes its time."""
+    published before the engine loads, so a reader knows a worker has the question even while a first
+    load takes its time. The answer's tokens are attributed by the engine itself when it is a local
+    white-box model, else by ``load_reader()`` (the local generator) reading the engine's answer; that
+    reader starts on the prompt while the engine writes, so only the answer is left to read at the end."""
     answer = Answer.objects.get(id=answer_id)
     queue_ms = round((timezone.now() - answer.created_at).total_seconds() * 1000, 3)
     streams.event_publish(answer_id, streams.STARTED)
     try:
-        generator = load_generator()
-        with stage_span("generation", model=generator.name) as span:
+        engine = load_engine()
+        reader = _Reader(engine, load_reader, answer)
+        with stage_span("generation", model=engine.name) as span:
             result = stream_answer(
                 answer_id=answer_id,
-                generator=generator,
+                generator=engine,
                 system=answer.prompt_system,
                 user=answer.prompt_user,
                 max_new_tokens=settings.ANSWER_MAX_NEW_TOKENS,
                 timeout=settings.ANSWER_GENERATION_TIMEOUT,
                 lines=0 if settings.ANSWER_SUPPORT_SENTENCE else 1,
                 avoid=avoid_first(answer.question),
+                count_tokens=reader.count_tokens,
             )
             span_set(span, tokens=result.tokens, timed_out=result.timed_out)
+        result = replace(result, engine=engine_summary(engine))
+    except EngineUnavailable as exc:
+        logger.warning("answer %s: %s", answer_id, exc.message)
+        _fail(answer_id, f"{exc.message} The evidence found is shown below; please ask again.")
+        return
     except Exception as exc:
         logger.exception("generation of answer %s failed", answer_id)
-        message = f"The answer could not be generated ({type(exc).__name__})."
-        Answer.objects.filter(id=answer_id, state=Answer.GENERATING).update(
-            state=Answer.FAILED, error=message, finished_at=timezone.now()
-        )
-        streams.event_publish(answer_id, streams.ERROR, message=message)
+        _fail(answer_id, f"The answer could not be generated ({type(exc).__name__}).")
         return
     note = (
         f"The generation reached its time limit ({settings.ANSWER_GENERATION_TIMEOUT} s); the answer may be incomplete."
@@ -228,10 +257,7 @@ def answer_generate(*, answer_id: str, load_generator: Callable[[], Generator]) 
     if result.stopped:
         note = STOPPED
     if result.stopped and not answer_clean(result.text):
-        Answer.objects.filter(id=answer_id, state=Answer.GENERATING).update(
-            state=Answer.FAILED, error=STOPPED_EARLY, finished_at=timezone.now()
-        )
-        streams.event_publish(answer_id, streams.ERROR, message=STOPPED_EARLY)
+        _fail(answer_id, STOPPED_EARLY)
         return
     generated = answer_clean(result.text)  # what is attributed, cited and kept
     timings = {**answer.timings_ms, "queue": queue_ms, "generation": round(result.seconds * 1000, 3)}
@@ -244,7 +270,7 @@ def answer_generate(*, answer_id: str, load_generator: Callable[[], Generator]) 
         return
     # The text is final here: readers show it at once; the citations follow after attribution.
     streams.event_publish(answer_id, streams.GENERATED, answer=generated, not_found=False)
-    text, citations, attribution_ms = _attribute(answer, generator, generated)
+    text, citations, attribution_ms = _attribute(answer, reader, generated)
     if attribution_ms is None:
         note = " ".join(filter(None, [note, "Token provenance could not be computed for this answer."]))
     if attribution_ms is not None:
@@ -262,15 +288,67 @@ def answer_generate(*, answer_id: str, load_generator: Callable[[], Generator]) 
     streams.event_publish(answer_id, streams.DONE, answer=text, generation=result.as_dict(), note=note)
 
 
-def _attribute(answer: Answer, generator: Generator, generated: str) -> tuple[str, list[dict[str, Any]], float | None]:
+def _fail(answer_id: str, message: str) -> None:
+    """Fail a generating answer with ``message`` and tell its readers."""
+    Answer.objects.filter(id=answer_id, state=Answer.GENERATING).update(
+        state=Answer.FAILED, error=message, finished_at=timezone.now()
+    )
+    streams.event_publish(answer_id, streams.ERROR, message=message)
+
+
+class _Reader:
+    """The model that attributes an answer's tokens: the engine itself when it is white-box, else the
+    local generator, loaded (and started on the prompt) in a background thread while the engine writes."""
+
+    def __init__(self, engine: AnswerEngine, load: Callable[[], Generator] | None, answer: Answer) -> None:
+        self._model: Generator | None = cast(Generator, engine) if engine.kind == "in-process" else None
+        self._failure: BaseException | None = None
+        self._thread: threading.Thread | None = None
+        if self._model is None and load is not None:
+            self._thread = threading.Thread(
+                target=self._prepare, args=(load, answer), name="attribution-reader", daemon=True
+            )
+            self._thread.start()
+
+    def _prepare(self, load: Callable[[], Generator], answer: Answer) -> None:
+        try:
+            model = load()
+            if settings.ANSWER_READER_PREFILL:
+                model.prompt_prefill(answer.prompt_user, system=answer.prompt_system)
+            self._model = model
+        except BaseException as exc:  # reported when the reader is needed
+            self._failure = exc
+
+    def model(self) -> Generator | None:
+        """The reader once ready (None when there is none, or it failed to load: logged)."""
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+            if self._failure is not None:
+                logger.error("the attribution reader did not load", exc_info=self._failure)
+        return self._model
+
+    def count_tokens(self, text: str) -> int:
+        """``text``'s tokens in the reader's tokenizer (words when there is no reader)."""
+        model = self.model()
+        if model is None:
+            return len(text.split())
+        return len(model.tokenizer.encode(text, add_special_tokens=False))
+
+
+def _attribute(answer: Answer, reader: _Reader, generated: str) -> tuple[str, list[dict[str, Any]], float | None]:
     """Fast token attribution of the generated text: the answer with citations, the citations and the
-    milliseconds it took; a failure keeps the generated text (logged, and said in the answer's note)."""
+    milliseconds it took (counted from the last token: waiting for the reader counts); a failure keeps
+    the generated text (logged, and said in the answer's note)."""
     if not generated:
         return generated, [], 0.0
     started = time.perf_counter()
+    model = reader.model()
+    if model is None:
+        return generated, [], None
     try:
-        with stage_span("attribution", model=generator.name) as span:
-            cited = answer_attribute_fast(answer, generator, generated)
+        with stage_span("attribution", model=model.name) as span:
+            cited = answer_attribute_fast(answer, model, generated)
             span_set(span, tokens=len(cited.token_offsets), citations=len(cited.citations))
     except Exception:
         logger.exception("token attribution of answer %s failed", answer.id)

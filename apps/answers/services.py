@@ -245,13 +245,15 @@ def answer_result(answer: Answer) -> dict[str, Any]:
 
 
 def model_names(tools: RetrievalTools) -> dict[str, str]:
-    from apps.models.registry import profile_specs
+    from apps.models.registry import profile_specs, remote_engine
 
     specs = profile_specs()
+    engine = remote_engine()
     return {
         "text_embedder": tools.text.name,
         "reranker": specs.reranker.name,
-        "generator": specs.generator.name,
+        "generator": specs.generator.name if engine is None else f"{engine.name} (OpenAI-compatible server)",
+        **({"attribution_reader": specs.generator.name} if engine is not None else {}),
         **({"clip": tools.clip.name} if tools.clip is not None else {}),
     }
 

@@ -53,11 +53,27 @@ WARM_PROMPT = "Sources:\n[1] The Journal of Moss Studies is published by the Bry
 def warm_generation() -> None:
     """Load the generator (its weights, converted copy and tokenizer) and generate two tokens with the
     answers' system prompt: the first forward passes set up the CPU kernels and the system prompt's
-    cached prefix, which would otherwise cost the first question several seconds."""
+    cached prefix, which would otherwise cost the first question several seconds. With an answer engine
+    server, the generator only reads that prompt (it attributes the answers), and the server writes two
+    tokens of it (its prompt cache then holds the system prompt); a server that is down is logged."""
     from apps.answers.prompt import SYSTEM
-    from apps.models.registry import generator
+    from apps.models.openai_engine import EngineUnavailable
+    from apps.models.registry import generator, remote_engine
 
-    generator().generate(WARM_PROMPT, max_new_tokens=2, system=SYSTEM)
+    if settings.GENERATOR == "auto":
+        from apps.models.auto import auto_probe, auto_result
+
+        if auto_result() is None:  # first start on this machine: measure which generator fits the budget
+            auto_probe()
+    engine = remote_engine()
+    if engine is None:
+        generator().generate(WARM_PROMPT, max_new_tokens=2, system=SYSTEM)
+        return
+    generator().prompt_prefill(WARM_PROMPT, system=SYSTEM)
+    try:
+        engine.generate(WARM_PROMPT, max_new_tokens=2, system=SYSTEM)
+    except EngineUnavailable as exc:
+        logger.warning("warm-up: %s", exc.message)
 
 
 def _run(name: str, warm: Callable[[], None]) -> None:

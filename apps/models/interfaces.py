@@ -100,7 +100,29 @@ class Reranker(Protocol):
     def rerank(self, query: str, passages: Sequence[str]) -> list[float]: ...
 
 
-class Generator(Protocol):
+class AnswerEngine(Protocol):
+    """What writes an answer: the in-process generator (``kind`` "in-process") or a server speaking the
+    OpenAI chat API (``kind`` "openai": vLLM, llama.cpp's server, Ollama, a hosted API). Both take the
+    same prompt and stop rules and decode greedily; ``stream`` yields text pieces, and closing it early
+    stops the generation. ``where`` says where it runs, for health reports and the audit page."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def kind(self) -> str: ...
+
+    @property
+    def where(self) -> str: ...
+
+    def generate(self, prompt: str, *, max_new_tokens: int, system: str | None = None) -> str: ...
+
+    def stream(
+        self, prompt: str, *, max_new_tokens: int, system: str | None = None, avoid_first: Sequence[str] = ()
+    ) -> abc.Generator[str, None, None]: ...
+
+
+class Generator(AnswerEngine, Protocol):
     """An instruct language model, white-box: ``model`` and ``tokenizer`` are the Hugging Face
     objects themselves, so attribution code can run forward passes with attentions on exactly
     the token ids ``prompt_inputs`` builds (the chat template with the generation prompt).
@@ -118,6 +140,11 @@ class Generator(Protocol):
     def tokenizer(self) -> PreTrainedTokenizerBase: ...
 
     def prompt_inputs(self, prompt: str, *, system: str | None = None) -> dict[str, torch.Tensor]: ...
+
+    def prompt_prefill(self, prompt: str, *, system: str | None = None) -> None:
+        """Read the prompt now and keep its keys and values for attributing an answer to it that
+        another engine writes (only the answer is then left to read)."""
+        ...
 
     def generate(self, prompt: str, *, max_new_tokens: int, system: str | None = None) -> str: ...
 

@@ -373,6 +373,7 @@ def answer_page_context(
         "fast": fast,
         "exact": exact,
         "agreement": (exact or {}).get("summary", {}).get("agreement"),
+        "engine": (record.get("generation") or {}).get("engine"),
         "segments": answer_segments(record["answer"], tokens, record["citations"]),
         "tokens": tokens,
         "sources": sources,

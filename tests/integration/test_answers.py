@@ -279,7 +279,7 @@ def serve_generation(stop: threading.Event) -> None:
             except OperationalError:
                 continue
             if claimed:
-                answer_generate(answer_id=answer_id, load_generator=generator)
+                answer_generate(answer_id=answer_id, load_engine=generator)
         time.sleep(0.05)
 
 

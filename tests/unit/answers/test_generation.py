@@ -21,6 +21,8 @@ class WordGenerator:
     """A stand-in generator (no model) whose tokens are words; its own tokenizer."""
 
     name = "words"
+    kind = "in-process"
+    where = "in this test"
 
     @property
     def tokenizer(self) -> WordGenerator:
@@ -113,7 +115,7 @@ def generate_with(text: str, question: str) -> Answer:
     answer = Answer.objects.create(
         question=question, prompt_system="s", prompt_user=f"{SOURCES}\n\nQuestion: {question}", state=Answer.GENERATING
     )
-    generation.answer_generate(answer_id=str(answer.id), load_generator=lambda: cast(Generator, FixedGenerator(text)))
+    generation.answer_generate(answer_id=str(answer.id), load_engine=lambda: cast(Generator, FixedGenerator(text)))
     answer.refresh_from_db()
     return answer
 
@@ -183,7 +185,7 @@ def test_stopping_a_queued_answer_fails_it_and_a_written_one_keeps_its_text(publ
     assert generation.answer_stop(str(writing.id)) == "stopping" and str(writing.id) in STOPS
     STOPS.clear()
     model = StoppingGenerator(str(writing.id), after=2)
-    generation.answer_generate(answer_id=str(writing.id), load_generator=lambda: cast(Generator, model))
+    generation.answer_generate(answer_id=str(writing.id), load_engine=lambda: cast(Generator, model))
     writing.refresh_from_db()
     assert writing.state == Answer.DONE and writing.generated == "w0 w1"
     assert writing.error.startswith(generation.STOPPED)  # (the stand-in model cannot attribute tokens)
@@ -191,6 +193,6 @@ def test_stopping_a_queued_answer_fails_it_and_a_written_one_keeps_its_text(publ
 
     silent = Answer.objects.create(question="q", prompt_system="s", prompt_user="u", state=Answer.GENERATING)
     model = StoppingGenerator(str(silent.id), after=0)
-    generation.answer_generate(answer_id=str(silent.id), load_generator=lambda: cast(Generator, model))
+    generation.answer_generate(answer_id=str(silent.id), load_engine=lambda: cast(Generator, model))
     silent.refresh_from_db()
     assert silent.state == Answer.FAILED and silent.error == generation.STOPPED_EARLY

@@ -16,8 +16,17 @@ class Command(BaseCommand):
         parser.add_argument("--load", action="store_true", help="load each model and report ok/failed with seconds")
         parser.add_argument("--role", choices=ROLES, action="append", help="only this role (repeatable)")
         parser.add_argument("--json", action="store_true", help="print one JSON object")
+        parser.add_argument(
+            "--probe",
+            action="store_true",
+            help="time the generator candidates on this machine for RAGKG_GENERATOR=auto (once; cached) and show why",
+        )
+        parser.add_argument("--force", action="store_true", help="with --probe: measure again")
 
     def handle(self, *args: Any, **options: Any) -> None:
+        if options["probe"]:
+            self._probe(force=options["force"], as_json=options["json"])
+            return
         specs = profile_specs(options["profile"])
         roles = options["role"] or list(ROLES)
         reports = [
@@ -36,6 +45,26 @@ class Command(BaseCommand):
         failed = [report.role for report in reports if report.status == "failed"]
         if failed:
             raise CommandError(f"failed to load: {', '.join(failed)}")
+
+    def _probe(self, *, force: bool, as_json: bool) -> None:
+        from apps.models.auto import auto_probe
+
+        result = auto_probe(force=force)
+        if as_json:
+            self.stdout.write(json.dumps(result.as_dict(), indent=2))
+            return
+        rates = ", ".join(f"{name} {rate:g}" for name, rate in result.rates_gflops.items())
+        self.stdout.write(f"machine: {result.machine.get('cpu')}, {result.machine.get('cores')} cores; {rates} GFLOP/s")
+        for timing in result.timings:
+            if timing.measured:
+                figures = (
+                    f"prefill {timing.prefill_s:.2f} s, {timing.token_s * 1000:.0f} ms/token, "
+                    f"expected {timing.expected_s:.2f} s (loaded in {timing.load_s:.1f} s)"
+                )
+            else:
+                figures = timing.note
+            self.stdout.write(f"  {timing.key:<14} {timing.precision:<9} {figures}")
+        self.stdout.write(f"auto: {result.key} ({result.precision}): {result.reason}")
 
     def _write(self, report: ModelReport) -> None:
         if report.status == "off":
