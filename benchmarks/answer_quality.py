@@ -30,8 +30,11 @@ import os
 import platform
 import random
 import statistics
+import subprocess
 import sys
+import threading
 import time
+import urllib.request
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -62,6 +65,9 @@ from apps.answers.types import Prompt, Source
 from apps.ingest.chunking import split_sentences
 from apps.models.devices import cpu_has_bf16, generator_key, generator_precision
 from apps.models.generator import OFFLINE_GENERATORS, HFGenerator, load_offline
+from apps.models.interfaces import AnswerEngine
+from apps.models.openai_engine import EngineSettings, OpenAIEngine
+from apps.provenance.citations import cite
 from apps.provenance.fast import FastAttributor, calibrated_params
 from apps.provenance.layout import layout_build
 from apps.provenance.units import source_units, unit_texts
@@ -135,6 +141,7 @@ class PipelinePrompts:
 
 
 NOT_GENERATED = {
+    "cited": [],
     "text": "",
     "first_token_s": 0.0,
     "short_answer_s": 0.0,
@@ -147,15 +154,31 @@ NOT_GENERATED = {
 
 
 def answer_once(
-    generator: HFGenerator, prompt: Prompt, max_new_tokens: int, *, attribute: bool = True, question: str = ""
+    generator: HFGenerator,
+    prompt: Prompt,
+    max_new_tokens: int,
+    *,
+    attribute: bool = True,
+    question: str = "",
+    engine: AnswerEngine | None = None,
+    reader_prefill: bool = True,
 ) -> dict[str, Any]:
-    """Stream one answer as the worker does; time the first piece, the short answer (the first line
-    break) and the end; then time fast attribution over it."""
+    """Stream one answer as the worker does (from ``engine`` when given, else ``generator`` in this
+    process); time the first piece, the short answer (the first line break) and the end; then time fast
+    attribution by ``generator`` over it, counted from the last token. With an engine, the reader starts
+    on the prompt while the engine writes (``reader_prefill``), as the worker does."""
+    writer: AnswerEngine = engine or generator
+    prefill = None
+    if engine is not None and attribute and reader_prefill:
+        prefill = threading.Thread(
+            target=generator.prompt_prefill, args=(prompt.user,), kwargs={"system": prompt.system}
+        )
+        prefill.start()
     started = time.perf_counter()
     first = short = None
     pieces: list[str] = []
     lines = 0 if settings.ANSWER_SUPPORT_SENTENCE else 1  # as the worker stops (apps.answers.generation)
-    stream = generator.stream(
+    stream = writer.stream(
         prompt.user, system=prompt.system, max_new_tokens=max_new_tokens, avoid_first=avoid_first(question)
     )
     try:
@@ -172,7 +195,13 @@ def answer_once(
     generated = time.perf_counter() - started
     text = "".join(pieces).strip()
     tokens = len(generator.tokenizer.encode(text, add_special_tokens=False)) if text else 0
-    attribution = attribute_seconds(generator, prompt, text) if attribute else 0.0
+    attribution, cited = 0.0, []
+    if attribute:
+        attribution_started = time.perf_counter()
+        if prefill is not None:
+            prefill.join()
+        cited = attribute_citations(generator, prompt, text)
+        attribution = time.perf_counter() - attribution_started
     return {
         "text": text,
         "first_token_s": first if first is not None else generated,
@@ -182,21 +211,25 @@ def answer_once(
         "total_s": generated + attribution,
         "answer_tokens": tokens,
         "tokens_per_second": (tokens - 1) / (generated - first) if first is not None and tokens > 1 else 0.0,
+        "cited": cited,
     }
 
 
-def attribute_seconds(generator: HFGenerator, prompt: Prompt, text: str) -> float:
+def attribute_citations(generator: HFGenerator, prompt: Prompt, text: str) -> list[list[int]]:
+    """Fast attribution of ``text`` as the worker runs it; the source numbers each sentence cites."""
+    text = answer_clean(text)  # what the worker attributes
     if not text:
-        return 0.0
-    started = time.perf_counter()
+        return []
     stored = [source.as_dict() for source in prompt.sources]
     units = source_units(stored)
     layout = layout_build(
         tokenizer=generator.tokenizer, system=prompt.system, user=prompt.user, answer=text, sources=stored, units=units
     )
     method = FastAttributor(calibrated_params(generator.name, settings.PROVENANCE_LEXICAL_WEIGHT))
-    method.attribute(generator=generator, layout=layout, answer=text, unit_texts=unit_texts(stored, units))
-    return time.perf_counter() - started
+    attribution = method.attribute(
+        generator=generator, layout=layout, answer=text, unit_texts=unit_texts(stored, units)
+    )
+    return [list(citation["sources"]) for citation in cite(text, attribution).citations]
 
 
 def quantile(values: Sequence[float], q: float) -> float:
@@ -241,6 +274,8 @@ def run(
     questions: Sequence[EvalQuestion],
     pipeline: PipelinePrompts | None,
     max_new_tokens: int,
+    engine: AnswerEngine | None = None,
+    reader_prefill: bool = True,
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     count = generator.tokenizer
     rows = []
@@ -259,7 +294,13 @@ def run(
         prompt_tokens = int(generator.prompt_inputs(prompt.user, system=prompt.system)["input_ids"].shape[1])
         if enough:
             result = answer_once(
-                generator, prompt, max_new_tokens, attribute=retrieval != "foreign", question=question.question
+                generator,
+                prompt,
+                max_new_tokens,
+                attribute=retrieval != "foreign",
+                question=question.question,
+                engine=engine,
+                reader_prefill=reader_prefill,
             )
             refusal = answer_refusal(
                 answer_clean(result["text"]),
@@ -304,13 +345,93 @@ def markdown(results: Sequence[dict[str, Any]]) -> str:
         retrieval = r["retrieval"] + (f" (k≤{r['k_max']})" if r.get("k_max") else "")
         retrieval += " excerpt " + "/".join(map(str, r["excerpt"])) if r.get("excerpt") else ""
         lines.append(
-            f"| {r['generator']} {r['dtype']} | {r['dataset']} | {retrieval} | {s['questions']} | "
+            f"| {r['generator']} {r['dtype']} {r.get('engine', 'in-process')} | {r['dataset']} | {retrieval} | "
+            f"{s['questions']} | "
             f"{s['exact_match']:.2f} | {s['f1']:.2f} | {s['contains']:.2f} | {s['refused']:.2f} | "
             f"{s['first_token_p50_s']:.2f} s | "
             f"{s['short_answer_p50_s']:.2f} s | {s['total_p50_s']:.2f} s | {s['prompt_tokens_mean']:.0f} | "
             f"{s['tokens_per_second_p50']:.1f} |"
         )
     return "\n".join(lines)
+
+
+def engine_start(key: str) -> tuple[subprocess.Popen[bytes], OpenAIEngine]:
+    """llama.cpp's server on ``key``'s GGUF in a process of its own (``manage.py engine_serve``), and an
+    engine on it; the server uses every core, as ``make up`` starts it."""
+    from tests.support import free_port
+
+    port = free_port()
+    log_file = open(BASE_DIR / "var" / f"bench-engine-{port}.log", "wb")  # noqa: SIM115 (the child's)
+    process = subprocess.Popen(
+        [sys.executable, str(BASE_DIR / "manage.py"), "engine_serve", "--model", key, "--port", str(port)],
+        cwd=BASE_DIR,
+        stdout=log_file,
+        stderr=subprocess.STDOUT,
+    )
+    url = f"http://127.0.0.1:{port}/v1"
+    deadline = time.monotonic() + 300
+    while True:
+        try:
+            with urllib.request.urlopen(f"{url}/models", timeout=2):
+                break
+        except OSError:
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise SystemExit(f"the engine server did not start; see {log_file.name}") from None
+            time.sleep(0.5)
+    log(f"llama.cpp server for {OFFLINE_GENERATORS[key].name} at {url}")
+    return process, OpenAIEngine(EngineSettings(urls=(url,), read_timeout=300), token_ids=_first_tokens(key))
+
+
+def _first_tokens(key: str) -> Any:
+    from apps.models.generator import load_offline_tokenizer
+
+    tokenizer = load_offline_tokenizer(OFFLINE_GENERATORS[key], cache_root=settings.MODEL_CACHE_DIR)
+
+    def first(words: Sequence[str]) -> frozenset[int]:
+        forms = {form for word in words for form in (word, word.capitalize(), word.lower(), word.upper())}
+        ids = (tokenizer.encode(prefix + form, add_special_tokens=False) for form in forms for prefix in ("", " "))
+        return frozenset(int(tokens[0]) for tokens in ids if tokens)
+
+    return first
+
+
+def engines_agreement(details: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """For each run answered by both engines: how often the llama.cpp server's answer, short answer and
+    citations equal the in-process generator's on the same question."""
+    runs: dict[tuple[Any, ...], dict[str, dict[str, Any]]] = {}
+    for detail in details:
+        key = (detail["generator"], detail["dataset"], detail["retrieval"], detail["k_max"], detail["excerpt"])
+        runs.setdefault(key, {})[detail["engine"]] = {row["id"]: row for row in detail["answers"]}
+    agreement = []
+    for (generator, dataset, retrieval, k_max, excerpt), engines in runs.items():
+        other = next((name for name in engines if name.startswith("llamacpp")), None)
+        if "in-process" not in engines or other is None:
+            continue
+        pairs = [(row, engines[other][qid]) for qid, row in engines["in-process"].items() if qid in engines[other]]
+        generated = [(a, b) for a, b in pairs if a["refused"] != "retrieval"]
+        agreement.append(
+            {
+                "generator": generator,
+                "dataset": dataset,
+                "retrieval": retrieval,
+                "k_max": k_max,
+                "excerpt": excerpt,
+                "questions": len(generated),
+                "same_text": _share(generated, lambda a, b: a["text"] == b["text"]),
+                "same_short": _share(generated, lambda a, b: a["short"] == b["short"]),
+                "same_citations": _share(generated, lambda a, b: a["cited"] == b["cited"]),
+                "different": [
+                    {"id": a["id"], "in_process": a["text"], "llamacpp": b["text"]}
+                    for a, b in generated
+                    if a["text"] != b["text"]
+                ],
+            }
+        )
+    return agreement
+
+
+def _share(pairs: Sequence[tuple[dict[str, Any], dict[str, Any]]], same: Any) -> float:
+    return round(sum(bool(same(a, b)) for a, b in pairs) / len(pairs), 4) if pairs else 0.0
 
 
 def main() -> int:
@@ -334,6 +455,16 @@ def main() -> int:
         "--dtypes",
         default=settings.GENERATOR_DTYPE,
         help="comma-separated RAGKG_GENERATOR_DTYPE values to compare (auto, float32, bfloat16, float16, int8)",
+    )
+    parser.add_argument(
+        "--engines",
+        default="in-process",
+        help="comma-separated: in-process (transformers in this process) and/or llamacpp (llama.cpp's server on the "
+        "same GGUF, in a process of its own; the local model reads its answers for attribution, starting on the "
+        "prompt while the server writes) and llamacpp:after (the same, the prompt read after the last token)",
+    )
+    parser.add_argument(
+        "--no-reader-prefill", action="store_true", help="with an engine server: the reader reads the prompt at the end"
     )
     parser.add_argument("--out", default=str(BASE_DIR / "benchmarks/results/answer_quality.json"))
     args = parser.parse_args()
@@ -360,25 +491,40 @@ def main() -> int:
         generator = load_offline(model, cache_root=settings.MODEL_CACHE_DIR, device=settings.MODEL_DEVICE, dtype=dtype)
         precision = generator_precision(generator.device, dtype)
         log(f"{model.name} loaded in {time.perf_counter() - started:.1f}s ({precision})")
-        answer_once(generator, prompt_assemble(question="Warm-up?", sources=[], count_tokens=len), 4)
-        for dataset, items in questions.items():
-            for retrieval in retrievals:
-                for pipeline in pipelines if retrieval != "gold" else [None]:
-                    summary_, rows = run(
-                        generator=generator,
-                        dataset=dataset,
-                        retrieval=retrieval,
-                        questions=items,
-                        pipeline=pipeline,
-                        max_new_tokens=args.max_new_tokens,
-                    )
-                    k_max = pipeline.k_max if pipeline else None
-                    excerpt = dataclasses.astuple(pipeline.excerpt) if pipeline and pipeline.excerpt else None
-                    log(f"{key} {dataset} {retrieval} k_max={k_max} excerpt={excerpt}: {summary_}")
-                    entry: dict[str, Any] = {"generator": key, "model": model.name, "dtype": precision}
-                    entry |= {"dataset": dataset, "retrieval": retrieval, "k_max": k_max, "excerpt": excerpt}
-                    results.append({**entry, "summary": summary_})
-                    details.append({**entry, "answers": rows})
+        warm = prompt_assemble(question="Warm-up?", sources=[], count_tokens=len)
+        for engine_name in [e for e in args.engines.split(",") if e]:
+            server = engine_start(key) if engine_name.startswith("llamacpp") else None
+            reader_prefill = engine_name != "llamacpp:after" and not args.no_reader_prefill
+            engine = server[1] if server else None
+            answer_once(generator, warm, 4, engine=engine)
+            try:
+                for dataset, items in questions.items():
+                    for retrieval in retrievals:
+                        for pipeline in pipelines if retrieval != "gold" else [None]:
+                            summary_, rows = run(
+                                generator=generator,
+                                dataset=dataset,
+                                retrieval=retrieval,
+                                questions=items,
+                                pipeline=pipeline,
+                                max_new_tokens=args.max_new_tokens,
+                                engine=engine,
+                                reader_prefill=reader_prefill,
+                            )
+                            k_max = pipeline.k_max if pipeline else None
+                            excerpt = dataclasses.astuple(pipeline.excerpt) if pipeline and pipeline.excerpt else None
+                            log(
+                                f"{key} {engine_name} {dataset} {retrieval} k_max={k_max} excerpt={excerpt}: {summary_}"
+                            )
+                            entry: dict[str, Any] = {"generator": key, "model": model.name, "dtype": precision}
+                            entry |= {"engine": engine_name, "dataset": dataset, "retrieval": retrieval}
+                            entry |= {"k_max": k_max, "excerpt": excerpt}
+                            results.append({**entry, "summary": summary_})
+                            details.append({**entry, "answers": rows})
+            finally:
+                if server:
+                    server[0].terminate()
+                    server[0].wait(timeout=30)
         del generator
     report = {
         "benchmark": "answer_quality",
@@ -390,11 +536,18 @@ def main() -> int:
         "max_new_tokens": args.max_new_tokens,
         "results": results,
     }
+    report["engine_agreement"] = engines_agreement(details)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(report, indent=2) + "\n")
     out.with_name(out.stem + "_answers.json").write_text(json.dumps(details, indent=1) + "\n")
     print(markdown(results))
+    for row in report["engine_agreement"]:
+        print(
+            f"{row['generator']} {row['dataset']} {row['retrieval']}: llamacpp vs in-process, same answer "
+            f"{row['same_text']:.2f}, same short answer {row['same_short']:.2f}, "
+            f"same citations {row['same_citations']:.2f} (n={row['questions']})"
+        )
     print(f"\nload average before {report['load_average']['before']}, after {report['load_average']['after']}")
     return 0
 

@@ -491,9 +491,11 @@ ANSWER_MAX_NEW_TOKENS = env_int("ANSWER_MAX_NEW_TOKENS", 64, minimum=1)
 # its source, from attribution); on: the generator also writes the sentence (several seconds more on CPU).
 ANSWER_SUPPORT_SENTENCE = env_bool("ANSWER_SUPPORT_SENTENCE", False)
 # The Celery queue generation is sent to (a deployment may run several GPU pools).
-# With an answer engine server, the local generator reads the prompt while the server writes the answer,
-# so that attributing the answer's tokens afterwards reads only the answer (0: it reads both at the end).
-ANSWER_READER_PREFILL = env_bool("ANSWER_READER_PREFILL", True)
+# With an answer engine server, the local generator that attributes the answer reads the prompt while the
+# server writes (on), so that only the answer is left to read after the last token, or after it (off). auto:
+# on when the servers run on other machines; off when one runs on this machine, where both would share
+# the cores and the answer would come later (docs/models.md measures both).
+ANSWER_READER_PREFILL = env_choice("ANSWER_READER_PREFILL", "auto", ("auto", "on", "off"))
 ANSWER_GENERATION_QUEUE = env_str("ANSWER_GENERATION_QUEUE", "gpu")
 # How long to wait for a gpu worker to start a generation, and for the whole generation.
 ANSWER_QUEUE_TIMEOUT = env_float("ANSWER_QUEUE_TIMEOUT", 15.0, minimum=0.1)

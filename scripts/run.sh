@@ -5,6 +5,11 @@ cd "$(dirname "$0")/.."
 PY="$1"
 trap '"$PY" scripts/services.py down' EXIT
 trap 'exit 130' INT TERM
+# Which generator answers within RAGKG_ANSWER_BUDGET_S on this machine (RAGKG_GENERATOR=auto): measured once
+# and kept (a few minutes on the first run: the candidates' weights are joined and converted).
+if [ "${RAGKG_GENERATOR:-auto}" = auto ]; then
+  "$PY" manage.py models --probe | tail -n 1 || echo "the generators could not be measured; see: manage.py models --probe"
+fi
 # The generator's weights: joined from their packages and converted once (a minute or two on the first
 # run), so the first question does not wait for it.
 "$PY" manage.py models --role generator --load >/dev/null || echo "the generator did not load; see: manage.py models --load"

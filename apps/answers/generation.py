@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import timedelta
 from typing import Any, cast
+from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.utils import timezone
@@ -296,6 +297,18 @@ def _fail(answer_id: str, message: str) -> None:
     streams.event_publish(answer_id, streams.ERROR, message=message)
 
 
+LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
+
+
+def reader_prefill(engine: AnswerEngine) -> bool:
+    """Whether the reader reads the prompt while ``engine`` writes (``ANSWER_READER_PREFILL``; auto: when
+    no server of the engine runs on this machine)."""
+    if settings.ANSWER_READER_PREFILL != "auto":
+        return bool(settings.ANSWER_READER_PREFILL == "on")
+    urls = getattr(engine, "urls", ())
+    return bool(urls) and not any(urlsplit(url).hostname in LOOPBACK for url in urls)
+
+
 class _Reader:
     """The model that attributes an answer's tokens: the engine itself when it is white-box, else the
     local generator, loaded (and started on the prompt) in a background thread while the engine writes."""
@@ -304,6 +317,7 @@ class _Reader:
         self._model: Generator | None = cast(Generator, engine) if engine.kind == "in-process" else None
         self._failure: BaseException | None = None
         self._thread: threading.Thread | None = None
+        self._prefill = reader_prefill(engine)
         if self._model is None and load is not None:
             self._thread = threading.Thread(
                 target=self._prepare, args=(load, answer), name="attribution-reader", daemon=True
@@ -313,7 +327,7 @@ class _Reader:
     def _prepare(self, load: Callable[[], Generator], answer: Answer) -> None:
         try:
             model = load()
-            if settings.ANSWER_READER_PREFILL:
+            if self._prefill:
                 model.prompt_prefill(answer.prompt_user, system=answer.prompt_system)
             self._model = model
         except BaseException as exc:  # reported when the reader is needed

@@ -14,7 +14,8 @@ from pytest_django.fixtures import Settings
 from apps.answers import generation, streams
 from apps.answers.models import Answer
 from apps.answers.prompt import NOT_FOUND
-from apps.models.interfaces import Generator
+from apps.models.interfaces import AnswerEngine, Generator
+from apps.models.openai_engine import EngineUnavailable
 
 
 class WordGenerator:
@@ -196,3 +197,75 @@ def test_stopping_a_queued_answer_fails_it_and_a_written_one_keeps_its_text(publ
     generation.answer_generate(answer_id=str(silent.id), load_engine=lambda: cast(Generator, model))
     silent.refresh_from_db()
     assert silent.state == Answer.FAILED and silent.error == generation.STOPPED_EARLY
+
+
+class DeadEngine(WordGenerator):
+    """An engine server that cannot be reached."""
+
+    kind = "openai"
+    urls = ("http://127.0.0.1:8081/v1",)
+
+    def stream(
+        self, prompt: str, *, max_new_tokens: int, system: str | None = None, avoid_first: Sequence[str] = ()
+    ) -> Gen[str, None, None]:
+        raise EngineUnavailable("The answer engine at http://127.0.0.1:8081/v1: connection refused is unreachable.")
+        yield ""
+
+
+class ServerEngine(FixedGenerator):
+    """An engine server writing ``text``; its answers are read by a local reader."""
+
+    kind = "openai"
+    urls = ("http://gpu-host:8000/v1",)
+
+
+class Reader(WordGenerator):
+    """A local reader: counts tokens, and records the prompts it was asked to read."""
+
+    def __init__(self) -> None:
+        self.read: list[tuple[str, str | None]] = []
+
+    def prompt_prefill(self, prompt: str, *, system: str | None = None) -> None:
+        self.read.append((prompt, system))
+
+
+@pytest.mark.django_db
+def test_an_unreachable_engine_fails_the_answer_with_its_address_and_keeps_the_evidence(published: list[Any]) -> None:
+    answer = Answer.objects.create(question="q", prompt_system="s", prompt_user="u", state=Answer.GENERATING)
+    generation.answer_generate(answer_id=str(answer.id), load_engine=lambda: cast(AnswerEngine, DeadEngine()))
+    answer.refresh_from_db()
+    assert answer.state == Answer.FAILED
+    assert answer.error.startswith("The answer engine at http://127.0.0.1:8081/v1: connection refused is unreachable.")
+    assert "evidence found is shown below" in answer.error
+    assert published[-1] == (str(answer.id), streams.ERROR, {"message": answer.error})
+
+
+@pytest.mark.django_db
+@pytest.mark.usefixtures("support_checked")
+def test_a_servers_answer_is_read_by_the_local_reader_which_starts_on_the_prompt(
+    published: list[Any], settings: Settings
+) -> None:
+    settings.ANSWER_READER_PREFILL = "auto"
+    answer = Answer.objects.create(
+        question="Where was Kasabian formed?", prompt_system="s", prompt_user=SOURCES, state=Answer.GENERATING
+    )
+    reader = Reader()
+    generation.answer_generate(
+        answer_id=str(answer.id),
+        load_engine=lambda: cast(AnswerEngine, ServerEngine("Leicester")),
+        load_reader=lambda: cast(Generator, reader),
+    )
+    answer.refresh_from_db()
+    assert answer.generated == "Leicester" and answer.generation["tokens"] == 1
+    assert answer.generation["engine"] == {"kind": "openai", "name": "words", "where": "in this test"}
+    assert reader.read == [(SOURCES, "s")], "the reader read the prompt while the server wrote"
+
+
+def test_the_reader_reads_the_prompt_early_only_where_the_engine_runs_on_another_machine(settings: Settings) -> None:
+    here, there = cast(AnswerEngine, DeadEngine()), cast(AnswerEngine, ServerEngine(""))
+    settings.ANSWER_READER_PREFILL = "auto"
+    assert generation.reader_prefill(there) and not generation.reader_prefill(here)
+    settings.ANSWER_READER_PREFILL = "on"
+    assert generation.reader_prefill(here)
+    settings.ANSWER_READER_PREFILL = "off"
+    assert not generation.reader_prefill(there)
