@@ -7,10 +7,12 @@
    word for word. Reported: the share of answer tokens whose top-1 unit is that sentence, in fast
    mode (attention and copied spans together, and each alone) and in exact mode for the first
    ``--exact-cases`` cases, with the agreement between the two.
-2. Supporting facts (questions 0 to ``--questions``): SmolLM2 answers from the paragraphs; how
+2. Supporting facts (questions 0 to ``--questions``): the generator answers from the paragraphs; how
    often the sentences fast attribution ranks first over the whole answer are the dataset's
    ``supporting_facts``, against the share of supporting sentences among all (chance).
 3. Cost: milliseconds per answer token and forward passes of each mode.
+4. With ``--proxy WRITER:READER``: answers written by one model (an engine server's) and attributed by another
+   (the local reader): top-1 agreement with the writer's own attribution, and supporting-fact precision of each.
 
 Writes benchmarks/results/attribution_faithfulness.json and prints a summary.
 """
@@ -48,6 +50,12 @@ from apps.provenance.units import unit_texts
 
 PARAGRAPHS = 4
 EVALUATION_QUESTIONS = slice(0, 50)
+
+
+def offline_generator(key: str) -> Any:
+    from apps.models.generator import OFFLINE_GENERATORS, load_offline
+
+    return load_offline(OFFLINE_GENERATORS[key], cache_root=settings.MODEL_CACHE_DIR, device=settings.MODEL_DEVICE)
 
 
 def _pooled(rows: list[tuple[float, int]]) -> float:
@@ -139,12 +147,76 @@ def supporting_section(generator: Any, cases: list[faithfulness.Case], max_new_t
     }
 
 
+def proxy_section(
+    writer: Any, readers: list[Any], cases: list[faithfulness.Case], max_new_tokens: int
+) -> dict[str, Any]:
+    """The writer answers each question (as an engine server would); the writer attributes its own answer
+    and every reader (a local model reading that answer, as with an engine server) does too. Reported per
+    reader: top-1 agreement with the writer's own attribution (token by token of the writer's tokens) and
+    how often each one's best sentence over the answer is a supporting fact."""
+
+    def attribute(model: Any, case: faithfulness.Case, answer: str) -> Any:
+        layout = faithfulness.case_layout(case, model.tokenizer, answer)
+        return fast_attribute(
+            model=model.model,
+            model_name=model.name,
+            layout=layout,
+            answer=answer,
+            unit_texts=unit_texts(case.sources, layout.units),
+            params=calibrated_params(model.name, settings.PROVENANCE_LEXICAL_WEIGHT),
+        )
+
+    own_top1: list[bool] = []
+    rows: dict[str, dict[str, list[Any]]] = {r.name: {"agree": [], "tokens": [], "top1": [], "ms": []} for r in readers}
+    for case in cases:
+        answer = writer.generate(case.user, system=case.system, max_new_tokens=max_new_tokens)
+        if not answer:
+            continue
+        own = attribute(writer, case, answer)
+        best = faithfulness.top_sentences(own, 1)
+        if not best:
+            continue
+        own_top1.append(best[0] in case.supporting)
+        for reader in readers:
+            proxy = attribute(reader, case, answer)
+            agreed = faithfulness.proxy_agreement(own, proxy)
+            row = rows[reader.name]
+            row["agree"].append(agreed["top1_agreement"] * agreed["tokens"])
+            row["tokens"].append(agreed["tokens"])
+            ranked = faithfulness.top_sentences(proxy, 1)
+            row["top1"].append(bool(ranked) and ranked[0] in case.supporting)
+            row["ms"].append(proxy.seconds * 1000)
+    return {
+        "writer": writer.name,
+        "questions": len(cases),
+        "answers": len(own_top1),
+        "own_top1_is_supporting_fact": round(float(np.mean(own_top1)), 4) if own_top1 else None,
+        "readers": {
+            name: {
+                "top1_agreement_with_own": round(sum(row["agree"]) / max(1, sum(row["tokens"])), 4),
+                "tokens": int(sum(row["tokens"])),
+                "top1_is_supporting_fact": round(float(np.mean(row["top1"])), 4) if row["top1"] else None,
+                "attribution_ms_p50": round(statistics.median(row["ms"]), 1) if row["ms"] else None,
+            }
+            for name, row in rows.items()
+        },
+    }
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--questions", type=int, default=30, help="supporting-fact questions (generation on)")
     parser.add_argument("--exact-cases", type=int, default=10)
     parser.add_argument("--ablations", type=int, default=settings.PROVENANCE_EXACT_ABLATIONS)
     parser.add_argument("--max-new-tokens", type=int, default=48)
+    parser.add_argument(
+        "--proxy",
+        default="",
+        help="WRITER:READER[+READER...] offline generator keys: the writer answers (as an engine server would) and "
+        "each reader attributes its answers; agreement with the writer's own attribution "
+        "(e.g. qwen2.5-1.5b:qwen2.5-0.5b)",
+    )
+    parser.add_argument("--proxy-questions", type=int, default=20)
     parser.add_argument("--out", default=str(BASE_DIR / "benchmarks/results/attribution_faithfulness.json"))
     args = parser.parse_args()
     import torch
@@ -168,15 +240,25 @@ def main() -> int:
         faithfulness.question_cases(items[: args.questions], paragraphs=PARAGRAPHS, count_tokens=count),
         args.max_new_tokens,
     )
+    proxies = []
+    for pair in filter(None, args.proxy.split(",")):
+        writer_key, _, reader_keys = pair.partition(":")
+        writer = offline_generator(writer_key)
+        readers = [offline_generator(key) for key in reader_keys.split("+") if key]
+        cases = faithfulness.question_cases(items[: args.proxy_questions], paragraphs=PARAGRAPHS, count_tokens=count)
+        proxies.append(proxy_section(writer, readers, cases, args.max_new_tokens))
+        print(json.dumps(proxies[-1], indent=2), flush=True)
     report = {
         "benchmark": "attribution_faithfulness",
-        "command": "make bench-attribution",
+        "command": "make bench-attribution " + " ".join(sys.argv[1:]),
+        "load_average": os.getloadavg(),
         "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, {platform.python_version()}, torch CPU",
         "model": generator.name,
         "paragraphs_per_case": PARAGRAPHS,
         "calibration": calibrated_params(generator.name, 0.0).layer_weights != (),
         "copy_cases": copies,
         "supporting_facts": support,
+        "proxy_readers": proxies,
         "cost": {
             "fast": {"forward_passes": 2, "ms_per_answer_token": copies["fast_ms_per_token"]},
             "exact": {"forward_passes": args.ablations, "ms_per_answer_token": copies["exact_ms_per_token"]},

@@ -130,3 +130,21 @@ def top_sentences(attribution: Attribution, k: int) -> list[tuple[int, int]]:
     totals = attribution.scores.sum(axis=0)
     order = np.argsort(-totals, kind="stable")[:k]
     return [(attribution.units[i].source, attribution.units[i].index) for i in order if totals[i] > 0]
+
+
+def proxy_agreement(own: Attribution, proxy: Attribution) -> dict[str, float]:
+    """How often a reader's attribution of an answer (``proxy``: another model, its own tokens) names the
+    same best unit as the writer's own, token by token of the writer: the reader's scores of the tokens
+    overlapping each writer token's characters are summed. Both must cover the same units."""
+    if [(u.source, u.index) for u in own.units] != [(u.source, u.index) for u in proxy.units]:
+        raise ValueError("the two attributions cover different units")
+    agree: list[bool] = []
+    for row, token in enumerate(own.tokens):
+        if own.scores[row].sum() <= 0:
+            continue
+        overlapping = [i for i, other in enumerate(proxy.tokens) if other.start < token.end and token.start < other.end]
+        scores = proxy.scores[overlapping].sum(axis=0) if overlapping else np.zeros(len(proxy.units))
+        if scores.sum() <= 0:
+            continue
+        agree.append(int(scores.argmax()) == int(own.scores[row].argmax()))
+    return {"tokens": len(agree), "top1_agreement": float(np.mean(agree)) if agree else 0.0}

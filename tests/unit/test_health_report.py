@@ -114,3 +114,40 @@ def test_the_vectors_check_reports_an_empty_store_its_position_and_a_model_misma
     assert not report.ok and "the store holds all-MiniLM-L6-v2" in report.detail
     assert "vectors rebuild" in str(report.as_dict()["fix"])
     vector_registry_reset()
+
+
+def test_the_status_page_says_which_generator_answers_and_why(
+    fake_checks: dict[str, Callable[[], CheckResult]], settings: SettingsWrapper, tmp_path: Path
+) -> None:
+    from apps.models import auto, probe
+
+    settings.GENERATOR, settings.GENERATOR_URLS = "auto", []
+    settings.MODEL_CACHE_DIR, settings.ANSWER_BUDGET_S = tmp_path, 6.0
+    page = Client().get("/status/").content.decode()
+    assert "Answer generation" in page and "not measured on this machine yet" in page
+    timings = (
+        probe.Timing("qwen2.5-1.5b", "float32", 12.0, note="not loaded: 12.0 s estimated"),
+        probe.Timing("qwen2.5-0.5b", "float32", 4.0, 5.0, 3.9, 0.137),
+    )
+    result = probe.ProbeResult("qwen2.5-0.5b", "float32", "qwen2.5-0.5b (float32) fits", 6.0, timings, {"cpu": "X"})
+    probe.probe_write(auto.result_path(settings.MODEL_DEVICE, tmp_path, 6.0), result)
+    auto._missing_since.clear()
+    page = Client().get("/status/").content.decode()
+    assert "qwen2.5-0.5b (float32) fits" in page and "not loaded: 12.0 s estimated" in page
+    assert "<td>137</td>" in page and "<td>5.54</td>" in page, "ms per token, expected answer"
+
+
+def test_the_engine_check_names_each_server(settings: SettingsWrapper) -> None:
+    from apps.models import registry
+
+    settings.GENERATOR_URLS = []
+    assert checks.check_engine().ok and "in-process" in checks.check_engine().detail
+    settings.GENERATOR_URLS = ["http://127.0.0.1:9/v1"]  # the discard port: nothing listens
+    settings.HEALTH_CHECK_TIMEOUT = 1.0
+    registry.forget_loaded()
+    try:
+        down = checks.check_engine()
+    finally:
+        registry.forget_loaded()
+    assert not down.ok and "http://127.0.0.1:9/v1 unreachable" in down.detail
+    assert "RAGKG_GENERATOR_URL" in (down.fix or "")

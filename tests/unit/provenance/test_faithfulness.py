@@ -13,6 +13,7 @@ from apps.models.registry import generator as load_generator
 from apps.provenance import faithfulness
 from apps.provenance.exact import ExactParams, exact_attribute
 from apps.provenance.fast import calibrated_params, fast_attribute
+from apps.provenance.types import Attribution, TokenSpan, Unit
 from apps.provenance.units import unit_texts
 
 
@@ -63,3 +64,30 @@ def test_exact_mode_finds_the_copied_sentence_by_ablation(generator: Generator, 
     )
     assert case.target is not None and attribution.forward_passes == 24
     assert faithfulness.copy_accuracy(attribution, case.target) >= 0.6
+
+
+def _attribution(tokens: list[tuple[int, int]], best: list[int], units: int = 3) -> Attribution:
+    scores = np.zeros((len(tokens), units), dtype=np.float32)
+    for row, unit in enumerate(best):
+        if unit >= 0:
+            scores[row, unit] = 1.0
+    return Attribution(
+        mode="fast",
+        method="attention+copy",
+        model="m",
+        tokens=[TokenSpan("x" * (end - start), start, end) for start, end in tokens],
+        units=[Unit(0, index, 0, 1) for index in range(units)],
+        scores=scores,
+        forward_passes=2,
+        seconds=0.0,
+    )
+
+
+def test_a_readers_attribution_is_compared_with_the_writers_over_the_characters_of_each_token() -> None:
+    own = _attribution([(0, 5), (5, 9), (9, 12)], [0, 1, 2])  # "Gwend" "olyn" " Pr"
+    proxy = _attribution([(0, 3), (3, 9), (9, 12)], [0, 1, 0])  # another tokenizer's cuts
+    agreed = faithfulness.proxy_agreement(own, proxy)
+    # token 1 (5-9) overlaps the reader's 3-9 (unit 1): agrees; token 0 (0-5) sums units 0 and 1: a tie, argmax 0
+    assert agreed == {"tokens": 3, "top1_agreement": pytest.approx(2 / 3)}
+    with pytest.raises(ValueError, match="different units"):
+        faithfulness.proxy_agreement(own, _attribution([(0, 5)], [0], units=2))
