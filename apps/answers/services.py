@@ -245,7 +245,8 @@ def answer_result(answer: Answer) -> dict[str, Any]:
 
 
 def model_names(tools: RetrievalTools) -> dict[str, str]:
-    from apps.models.registry import profile_specs, remote_engine
+    from apps.models.engines import remote_engine
+    from apps.models.registry import profile_specs
 
     specs = profile_specs()
     engine = remote_engine()

@@ -5,7 +5,8 @@ from __future__ import annotations
 from celery import shared_task
 
 from apps.answers.generation import answer_claim, answer_generate, answer_orphan_fail, answers_unfinished_fail
-from apps.models.registry import answer_engine, generator
+from apps.models.engines import answer_engine
+from apps.models.registry import generator
 
 
 @shared_task(name="answers.generate", acks_late=True)

@@ -57,8 +57,9 @@ def warm_generation() -> None:
     server, the generator only reads that prompt (it attributes the answers), and the server writes two
     tokens of it (its prompt cache then holds the system prompt); a server that is down is logged."""
     from apps.answers.prompt import SYSTEM
+    from apps.models.engines import remote_engine
     from apps.models.openai_engine import EngineUnavailable
-    from apps.models.registry import generator, remote_engine
+    from apps.models.registry import generator
 
     if settings.GENERATOR == "auto":
         from apps.models.auto import auto_probe, auto_result

@@ -225,7 +225,8 @@ def check_vectors() -> CheckResult:
 def check_engine() -> CheckResult:
     """What writes the answers: the generator in the generation worker, or each server of
     ``RAGKG_GENERATOR_URL`` asked for its models (up while at least one answers; the others named)."""
-    from apps.models.registry import profile_specs, remote_engine
+    from apps.models.engines import remote_engine
+    from apps.models.registry import profile_specs
 
     engine = remote_engine()
     if engine is None:

@@ -10,7 +10,8 @@ from django.conf import settings
 def generator_choice() -> dict[str, Any]:
     """Which generator answers and why: the setting, and for ``auto`` this machine's probe figures."""
     from apps.models.auto import auto_result
-    from apps.models.registry import auto_reason, profile_specs, remote_engine
+    from apps.models.engines import remote_engine
+    from apps.models.registry import auto_reason, profile_specs
 
     engine = remote_engine()
     choice: dict[str, Any] = {

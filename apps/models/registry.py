@@ -15,7 +15,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
@@ -33,8 +33,7 @@ from apps.models.generator import (
     load_offline_tokenizer,
     offline_cache_dir,
 )
-from apps.models.interfaces import AnswerEngine, ClipEmbedder, Generator, ImageTagger, Reranker, TextEmbedder
-from apps.models.openai_engine import EngineSettings, OpenAIEngine
+from apps.models.interfaces import ClipEmbedder, Generator, ImageTagger, Reranker, TextEmbedder
 from apps.models.packages import SplitGGUF
 
 if TYPE_CHECKING:
@@ -344,9 +343,9 @@ def forget_loaded() -> None:
     with _guard:
         _loaded.clear()
         _load_locks.clear()
-        for engine in _engines.values():
-            engine.close()
-        _engines.clear()
+    from apps.models.engines import engines_forget
+
+    engines_forget()
 
 
 def text_embedder() -> TextEmbedder:
@@ -376,66 +375,6 @@ def reranker() -> Reranker:
 
 def generator() -> Generator:
     return loaded(profile_specs().generator)
-
-
-_engines: dict[tuple[object, ...], OpenAIEngine] = {}
-
-
-def engine_settings() -> EngineSettings | None:
-    """The OpenAI-compatible engine's settings, or None when answers are written in this process."""
-    if not settings.GENERATOR_URLS:
-        return None
-    return EngineSettings(
-        urls=tuple(settings.GENERATOR_URLS),
-        model=settings.GENERATOR_MODEL,
-        api_key=settings.GENERATOR_API_KEY,
-        connect_timeout=settings.GENERATOR_CONNECT_TIMEOUT,
-        read_timeout=settings.GENERATOR_READ_TIMEOUT,
-        retries=settings.GENERATOR_RETRIES,
-        circuit_failures=settings.GENERATOR_CIRCUIT_FAILURES,
-        circuit_seconds=settings.GENERATOR_CIRCUIT_SECONDS,
-    )
-
-
-def remote_engine() -> OpenAIEngine | None:
-    """The configured OpenAI-compatible engine (one per process and settings, its circuits with it), or
-    None when answers are written in this process."""
-    config = engine_settings()
-    if config is None:
-        return None
-    key = (config, settings.MODEL_PROFILE, settings.GENERATOR)
-    with _guard:
-        if key not in _engines:
-            _engines[key] = OpenAIEngine(config, token_ids=_reader_first_tokens)
-        return _engines[key]
-
-
-def answer_engine() -> AnswerEngine:
-    """What writes the answers: the configured server(s), or the generator in this process."""
-    return remote_engine() or generator()
-
-
-def _reader_first_tokens(words: Sequence[str]) -> frozenset[int]:
-    """The first token ids of ``words`` in the local generator's tokenizer, which the engine uses too
-    when it serves a model of the same family (checked by name; otherwise none are biased)."""
-    engine = remote_engine()
-    local = profile_specs().generator.name
-    if engine is None or tokenizer_family(local) != tokenizer_family(engine.name):
-        return frozenset()
-    tokenizer = generator_tokenizer()
-    forms = {form for word in words for form in (word, word.capitalize(), word.lower(), word.upper())}
-    ids = (tokenizer.encode(prefix + form, add_special_tokens=False) for form in forms for prefix in ("", " "))
-    return frozenset(int(tokens[0]) for tokens in ids if tokens)
-
-
-TOKENIZER_FAMILIES = ("qwen2.5", "qwen2", "smollm2", "llama-3", "llama3", "mistral", "gemma")
-
-
-def tokenizer_family(name: str) -> str:
-    """The tokenizer family a model's name says (``qwen2.5`` for every Qwen2.5 size and variant), or
-    the name itself."""
-    flat = name.lower().replace("_", "-")
-    return next((family for family in TOKENIZER_FAMILIES if family in flat), flat)
 
 
 _tokenizers: dict[tuple[str, Path], PreTrainedTokenizerBase] = {}

@@ -208,8 +208,8 @@ class DeadEngine(WordGenerator):
     def stream(
         self, prompt: str, *, max_new_tokens: int, system: str | None = None, avoid_first: Sequence[str] = ()
     ) -> Gen[str, None, None]:
+        yield from ()
         raise EngineUnavailable("The answer engine at http://127.0.0.1:8081/v1: connection refused is unreachable.")
-        yield ""
 
 
 class ServerEngine(FixedGenerator):
