@@ -527,6 +527,11 @@ PROVENANCE_EXACT_ABLATIONS = env_int("PROVENANCE_EXACT_ABLATIONS", 32, minimum=4
 PROVENANCE_EXACT_TIMEOUT = env_int("PROVENANCE_EXACT_TIMEOUT", 900, minimum=10)
 # The Celery queue of exact attribution: never the generation queue, so that it takes no generation slot.
 PROVENANCE_EXACT_QUEUE = env_str("PROVENANCE_EXACT_QUEUE", "attribution")
+# Who scores the ablated prompts of exact attribution: the generator here (local), or the engine server that
+# wrote the answer (the first of RAGKG_GENERATOR_URL), from the log-probabilities it returns: llamacpp
+# (llama.cpp's /completion with n_probs) or vllm (prompt_logprobs). The server's model must share the local
+# generator's tokenizer (apps/models/server_logprobs.py).
+PROVENANCE_EXACT_ENGINE = env_choice("PROVENANCE_EXACT_ENGINE", "local", ("local", "llamacpp", "vllm"))
 if PROVENANCE_EXACT_QUEUE == ANSWER_GENERATION_QUEUE:
     raise EnvError("PROVENANCE_EXACT_QUEUE must differ from ANSWER_GENERATION_QUEUE")
 

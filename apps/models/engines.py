@@ -11,6 +11,7 @@ from django.conf import settings
 from apps.models.interfaces import AnswerEngine
 from apps.models.openai_engine import EngineSettings, OpenAIEngine
 from apps.models.registry import generator, generator_tokenizer, profile_specs
+from apps.models.server_logprobs import AnswerScorer, LlamaCppScorer, VllmScorer
 
 _guard = threading.Lock()
 
@@ -81,3 +82,29 @@ def engines_forget() -> None:
         for engine in _engines.values():
             engine.close()
         _engines.clear()
+
+
+class ExactEngineError(Exception):
+    """Exact attribution cannot be scored through the configured server (said in words)."""
+
+
+def exact_scorer() -> AnswerScorer | None:
+    """What scores exact attribution's ablated prompts: None (the generator here), or the engine server
+    that writes the answers (``PROVENANCE_EXACT_ENGINE``), when it serves a model of the local tokenizer."""
+    kind = settings.PROVENANCE_EXACT_ENGINE
+    if kind == "local":
+        return None
+    engine = remote_engine()
+    if engine is None:
+        raise ExactEngineError(f"PROVENANCE_EXACT_ENGINE={kind} needs an engine server (RAGKG_GENERATOR_URL)")
+    url = engine.urls[0]
+    served = settings.GENERATOR_MODEL or next(iter(engine.server_models(url)), "")
+    local = profile_specs().generator.name
+    if tokenizer_family(served) != tokenizer_family(local):
+        raise ExactEngineError(
+            f"the server at {url} serves {served or 'an unnamed model'}, whose tokens are not those of {local} "
+            "(the local generator): exact attribution through it needs a model of the same tokenizer"
+        )
+    if kind == "vllm":
+        return VllmScorer(url, model=served, api_key=settings.GENERATOR_API_KEY)
+    return LlamaCppScorer(url, api_key=settings.GENERATOR_API_KEY)

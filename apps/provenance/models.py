@@ -14,7 +14,7 @@ class AttributionRecord(models.Model):
 
     answer = models.ForeignKey(Answer, on_delete=models.CASCADE, related_name="attributions")
     mode = models.CharField(max_length=8)  # fast or exact
-    method = models.CharField(max_length=40)
+    method = models.CharField(max_length=200)  # "ablation+lasso via llama.cpp at http://host:port"
     model = models.CharField(max_length=120)
     tokens = models.PositiveIntegerField(default=0)
     forward_passes = models.PositiveIntegerField(default=0)

@@ -9,6 +9,7 @@ from typing import Any
 from django.conf import settings
 
 from apps.answers.models import Answer
+from apps.models.engines import exact_scorer
 from apps.models.interfaces import Generator
 from apps.provenance.citations import CitedAnswer, cite, token_offsets
 from apps.provenance.exact import ExactAttributor, ExactParams, Progress, agreement
@@ -88,7 +89,7 @@ def answer_attribute_exact(
     ``progress`` is told after every pass and may stop it (``AttributionCancelled``; nothing stored)."""
     generated = answer.generated or answer.answer
     layout = _layout(answer, generator, generated)
-    method = ExactAttributor(params or exact_params(), progress=progress)
+    method = ExactAttributor(params or exact_params(), progress=progress, scorer=exact_scorer())
     exact = _run(method, answer, generator, layout, generated)
     fast = _run(attributor(FAST, generator), answer, generator, layout, generated)
     insertions = [(int(c["at"]), int(c["width"])) for c in answer.citations]

@@ -1,10 +1,10 @@
 """Answers written by a real OpenAI-compatible engine server: llama.cpp's own server (the xllamacpp wheel,
 ``manage.py engine_serve``) on the bundled Qwen2.5-Coder-0.5B GGUF, started by scripts/services.py as
-``RAGKG_ENGINE=llamacpp`` makes ``make up`` start it. The generation worker and the web server are
-restarted with that setting; the worker's own generator (the suite's SmolLM2) reads each answer for its
-token provenance. Asked through the search page (the plain form), the REST API and the OpenAI-compatible
-API; then the server is stopped in the middle of an answer (the user is told the engine is unreachable,
-/healthz says so with the fix), started again, and the next question is answered."""
+``RAGKG_ENGINE=llamacpp`` makes ``make up`` start it. The generation worker is restarted with that setting;
+its own generator (the suite's SmolLM2) reads each answer for its token provenance. Asked through the search
+page (the plain form), the REST API and the OpenAI-compatible API; exact attribution scored through the
+server; then the server is stopped in the middle of an answer (the asker is told which engine stopped,
+``manage.py doctor`` says it is down with the fix), started again, and the next question is answered."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ import httpx
 import openai
 import pytest
 
-from tests.conftest import _running, services
+from tests.conftest import _running, services, web_server_running
 from tests.support import free_port, manage, wait_for
 
 pytestmark = pytest.mark.integration
@@ -40,7 +40,7 @@ import os
 from apps.provenance.models import AttributionRecord
 print(AttributionRecord.objects.get(answer_id=os.environ["ANSWER_ID"], mode="fast").model)
 """
-RESTARTED = ("celery-gpu", "web")
+RESTARTED = ("celery-gpu",)
 
 
 @dataclass(frozen=True)
@@ -49,7 +49,7 @@ class Stack:
     key: str
     collection: str
     engine: str  # the engine server's base URL
-    env: dict[str, str | None]
+    env: dict[str, str]
 
 
 def restart(names: tuple[str, ...], env: dict[str, str | None] | None = None) -> None:
@@ -61,7 +61,7 @@ def restart(names: tuple[str, ...], env: dict[str, str | None] | None = None) ->
 @pytest.fixture(scope="module")
 def stack(live_services: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     port = free_port()
-    env: dict[str, str | None] = {
+    env = {
         "RAGKG_ENGINE": "llamacpp",
         "RAGKG_ENGINE_PORT": str(port),
         "RAGKG_ENGINE_MODEL": "qwen2.5-0.5b",
@@ -81,28 +81,17 @@ def stack(live_services: None, tmp_path_factory: pytest.TempPathFactory) -> Iter
     created = manage("apikeys", "create", user, "--name", "engine tests")
     assert created.returncode == 0, created.stdout + created.stderr
     before = _running()
-    engine = services("up", "engine", check=False, env=env)
+    engine = services("up", "engine", check=False, env=dict(env))
     assert engine.returncode == 0, engine.stdout + engine.stderr
-    restart(RESTARTED, env)
+    restart(RESTARTED, dict(env))
     try:
-        yield Stack(
-            "http://127.0.0.1:18000", created.stdout.strip().splitlines()[-1], collection,
-            f"http://127.0.0.1:{port}/v1", env,
-        )  # fmt: skip
+        with web_server_running() as web:
+            yield Stack(web, created.stdout.strip().splitlines()[-1], collection, f"http://127.0.0.1:{port}/v1", env)
     finally:
-        services("down", "engine", *RESTARTED, env=env)
+        services("down", "engine", *RESTARTED, env=dict(env))
         again = [name for name in RESTARTED if name in before]
         if again:
             services("up", *again)
-
-
-def wait_for_or_none(predicate: Any, timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(1)
-    return True
 
 
 def rest_ask(stack: Stack, **extra: Any) -> dict[str, Any]:
@@ -116,15 +105,15 @@ def rest_ask(stack: Stack, **extra: Any) -> dict[str, Any]:
     return dict(response.json())
 
 
+def doctor(stack: Stack) -> dict[str, Any]:
+    """``manage.py doctor --json`` with the stack's engine settings: the report of every check."""
+    report = manage("doctor", "--json", **stack.env)
+    return dict(json.loads(report.stdout))
+
+
 def test_the_engine_writes_the_answer_and_the_local_model_attributes_it(stack: Stack) -> None:
-    checks: list[dict[str, Any]] = []
-
-    def engine_ok() -> bool:  # the workers' warm-up keeps a 2-core machine busy for a while after start
-        checks.append(httpx.get(f"{stack.web}/healthz", timeout=30).json()["checks"]["engine"])
-        return bool(checks[-1]["status"] == "ok")
-
-    assert wait_for_or_none(engine_ok, timeout=60), checks[-1]
-    engine = checks[-1]
+    engine = doctor(stack)["checks"]["engine"]
+    assert engine["status"] == "ok", engine
     assert stack.engine in engine["detail"] and "Qwen2.5-Coder-0.5B" in engine["detail"]
 
     answer = rest_ask(stack)
@@ -135,9 +124,19 @@ def test_the_engine_writes_the_answer_and_the_local_model_attributes_it(stack: S
     assert "Qwen2.5-Coder-0.5B" in written["name"]
     assert answer["tokens"], "token provenance of the engine's answer"
     assert answer["citations"] and answer["citations"][0]["document"].endswith("society.txt")
-    assert answer["models"]["attribution_reader"] == "SmolLM2-135M-Instruct"
     reader = manage("shell", "-c", READER_SCRIPT, ANSWER_ID=answer["answer_id"])
     assert reader.stdout.strip().splitlines()[-1] == "SmolLM2-135M-Instruct", reader.stdout + reader.stderr
+
+    # Exact attribution scored by the server that wrote the answer (its own model: the 0.5B reads here)
+    exact_env = {**stack.env, "PROVENANCE_EXACT_ENGINE": "llamacpp", "PROVENANCE_EXACT_ABLATIONS": "4"}
+    exact = manage(
+        "attribute", answer["answer_id"], "--exact", "--here", "--json", RAGKG_GENERATOR="qwen2.5-0.5b", **exact_env
+    )
+    assert exact.returncode == 0, exact.stdout + exact.stderr
+    record = json.loads(exact.stdout.strip().splitlines()[-1])["exact"]
+    assert record["method"] == f"ablation+lasso via llama.cpp at {stack.engine.removesuffix('/v1')}"
+    assert record["model"] == "Qwen2.5-Coder-0.5B-Instruct" and record["forward_passes"] == 4
+    assert record["summary"]["agreement"]["tokens"] > 0
 
 
 def test_the_search_page_and_the_openai_api_get_the_engines_answer(stack: Stack) -> None:
@@ -171,7 +170,7 @@ def test_an_engine_stopped_mid_answer_is_named_to_the_user_and_the_next_question
         assert retrieval["event"] == "retrieval" and retrieval["sources"]
         answer_id = retrieval["answer_id"]
         wait_for("the worker to take it", lambda: _state(stack, answer_id) == "generating", timeout=120, interval=0.05)
-        services("down", "engine", env=stack.env)
+        services("down", "engine", env=dict(stack.env))
         events = [json.loads(line) for line in lines if line.strip()]
     error = next(event for event in events if event["event"] == "error")
     final = events[-1]
@@ -181,12 +180,10 @@ def test_an_engine_stopped_mid_answer_is_named_to_the_user_and_the_next_question
         assert "unreachable" in message or "stopped while writing" in message
     assert final["sources"], "the evidence found is kept"
 
-    down = httpx.get(f"{stack.web}/healthz", timeout=30)
-    assert down.status_code == 503
-    engine = down.json()["checks"]["engine"]
+    engine = doctor(stack)["checks"]["engine"]
     assert engine["status"] == "down" and "unreachable" in engine["detail"] and "make up" in engine["fix"]
 
-    back = services("up", "engine", check=False, env=stack.env)
+    back = services("up", "engine", check=False, env=dict(stack.env))
     assert back.returncode == 0, back.stdout + back.stderr
     time.sleep(2.5)  # the worker's circuit lets a request through again (RAGKG_GENERATOR_CIRCUIT_SECONDS=2)
     answer = rest_ask(stack)

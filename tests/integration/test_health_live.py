@@ -18,7 +18,8 @@ def test_healthz_all_green(live_services: None) -> None:
     body = response.json()
     assert response.status_code == 200, body
     assert body["status"] == "ok"
-    assert set(body["checks"]) == {"database", "neo4j", "redis", "celery", "generation", "models", "vectors"}
+    assert set(body["checks"]) == {"database", "neo4j", "redis", "celery", "generation", "models", "vectors", "engine"}
+    assert body["checks"]["engine"]["detail"].startswith("in-process: ")
     assert "Neo4j Kernel 5.26" in body["checks"]["neo4j"]["detail"]
     celery, generation = body["checks"]["celery"]["detail"], body["checks"]["generation"]["detail"]
     assert "ingest: ingest@" in celery and "attribution: ingest@" in celery and "maintenance: maintenance@" in celery

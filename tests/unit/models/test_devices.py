@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from apps.models import devices
+from apps.models import auto, devices, probe
 
 AMX_CPU = "processor\t: 0\nflags\t\t: fpu sse2 avx2 avx512f avx512_bf16 amx_bf16 amx_tile\nmodel name\t: Xeon\n"
 AVX2_CPU = "processor\t: 0\nflags\t\t: fpu sse2 avx2 fma\nmodel name\t: EPYC\n"
@@ -63,11 +63,24 @@ def test_a_named_generator_is_kept() -> None:
         ("cpu", "float16", True, "float16"),
     ],
 )
-def test_the_generator_precision_follows_the_setting_and_the_hardware(
+def test_the_generator_precision_follows_the_setting_and_the_hardware_before_any_probe(
     monkeypatch: pytest.MonkeyPatch, device: str, preference: str, bf16: bool, expected: str
 ) -> None:
     monkeypatch.setattr(devices, "cpu_has_bf16", lambda: bf16)
+    monkeypatch.setattr(auto, "auto_result", lambda device_preference=None: None)
     assert devices.generator_precision(device, preference) == expected
+
+
+@pytest.mark.parametrize("measured", ["float32", "bfloat16"])
+def test_a_probe_result_decides_the_cpu_precision_whatever_the_flags_say(
+    monkeypatch: pytest.MonkeyPatch, measured: str
+) -> None:
+    result = probe.ProbeResult("qwen2.5-0.5b", measured, "measured", 6.0, ())
+    monkeypatch.setattr(devices, "cpu_has_bf16", lambda: measured != "bfloat16")
+    monkeypatch.setattr(auto, "auto_result", lambda device_preference=None: result)
+    assert devices.generator_precision("cpu", "auto") == measured
+    assert devices.generator_precision("cuda", "auto") == "float16"
+    assert devices.generator_key("auto", "auto") == "qwen2.5-0.5b"
 
 
 def test_int8_weights_load_in_fp32_before_they_are_quantized() -> None:
