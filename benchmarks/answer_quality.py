@@ -383,16 +383,10 @@ def engine_start(key: str) -> tuple[subprocess.Popen[bytes], OpenAIEngine]:
 
 
 def _first_tokens(key: str) -> Any:
-    from apps.models.generator import load_offline_tokenizer
+    from apps.models.generator import first_token_ids, load_offline_tokenizer
 
     tokenizer = load_offline_tokenizer(OFFLINE_GENERATORS[key], cache_root=settings.MODEL_CACHE_DIR)
-
-    def first(words: Sequence[str]) -> frozenset[int]:
-        forms = {form for word in words for form in (word, word.capitalize(), word.lower(), word.upper())}
-        ids = (tokenizer.encode(prefix + form, add_special_tokens=False) for form in forms for prefix in ("", " "))
-        return frozenset(int(tokens[0]) for tokens in ids if tokens)
-
-    return first
+    return lambda words: first_token_ids(tokenizer, words)
 
 
 def engines_agreement(details: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:

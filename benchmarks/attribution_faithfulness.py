@@ -206,6 +206,7 @@ def proxy_section(
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--questions", type=int, default=30, help="supporting-fact questions (generation on)")
+    parser.add_argument("--copy-cases", type=int, default=0, help="the first N copy cases (0: all)")
     parser.add_argument("--exact-cases", type=int, default=10)
     parser.add_argument("--ablations", type=int, default=settings.PROVENANCE_EXACT_ABLATIONS)
     parser.add_argument("--max-new-tokens", type=int, default=48)
@@ -229,9 +230,10 @@ def main() -> int:
         return len(generator.tokenizer.encode(text, add_special_tokens=False))
 
     items = faithfulness.hotpotqa_items(Path(settings.DEMO_DATA_DIR))[EVALUATION_QUESTIONS]
+    cases = faithfulness.copy_cases(items, paragraphs=PARAGRAPHS, count_tokens=count)
     copies = copy_section(
         generator,
-        faithfulness.copy_cases(items, paragraphs=PARAGRAPHS, count_tokens=count),
+        cases[: args.copy_cases or None],
         args.exact_cases,
         args.ablations,
     )

@@ -471,6 +471,8 @@ def cmd_status(as_json: bool) -> int:
         for name in ORDER:
             row = rows[name]
             where = "external" if not row["managed"] else (f"pid {row['pid']}" if row["running"] else "stopped")
+            if name == "engine" and not row["managed"] and not settings.GENERATOR_URLS:
+                where = "not used (answers are written by the generation worker)"
             print(f"{name:<18} {where}")
     return 0
 

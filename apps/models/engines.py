@@ -8,6 +8,7 @@ from collections.abc import Sequence
 
 from django.conf import settings
 
+from apps.models.generator import first_token_ids
 from apps.models.interfaces import AnswerEngine
 from apps.models.openai_engine import EngineSettings, OpenAIEngine
 from apps.models.registry import generator, generator_tokenizer, profile_specs
@@ -60,10 +61,7 @@ def _reader_first_tokens(words: Sequence[str]) -> frozenset[int]:
     local = profile_specs().generator.name
     if engine is None or tokenizer_family(local) != tokenizer_family(engine.name):
         return frozenset()
-    tokenizer = generator_tokenizer()
-    forms = {form for word in words for form in (word, word.capitalize(), word.lower(), word.upper())}
-    ids = (tokenizer.encode(prefix + form, add_special_tokens=False) for form in forms for prefix in ("", " "))
-    return frozenset(int(tokens[0]) for tokens in ids if tokens)
+    return first_token_ids(generator_tokenizer(), words)
 
 
 TOKENIZER_FAMILIES = ("qwen2.5", "qwen2", "smollm2", "llama-3", "llama3", "mistral", "gemma")

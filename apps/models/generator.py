@@ -191,12 +191,7 @@ class HFGenerator:
                 self._last = (sequences[0].tolist(), cache)
 
     def _first_tokens(self, words: Sequence[str]) -> frozenset[int]:
-        """The first token ids of ``words`` as an answer could begin with them."""
-        forms = {form for word in words for form in (word, word.capitalize(), word.lower(), word.upper())}
-        ids = (
-            self._tokenizer.encode(prefix + form, add_special_tokens=False) for form in forms for prefix in ("", " ")
-        )
-        return frozenset(tokens[0] for tokens in ids if tokens)
+        return first_token_ids(self._tokenizer, words)
 
     def _generation_kwargs(
         self, max_new_tokens: int, prompt_length: int, first_banned: frozenset[int] = frozenset()
@@ -280,6 +275,14 @@ class HFGenerator:
             thread.join()
         if failures:
             raise failures[0]
+
+
+def first_token_ids(tokenizer: PreTrainedTokenizerBase, words: Sequence[str]) -> frozenset[int]:
+    """The first token ids of ``words`` as an answer could begin with them (capitalised or not, after a
+    space or not)."""
+    forms = {form for word in words for form in (word, word.capitalize(), word.lower(), word.upper())}
+    ids = (tokenizer.encode(prefix + form, add_special_tokens=False) for form in forms for prefix in ("", " "))
+    return frozenset(int(tokens[0]) for tokens in ids if tokens)
 
 
 def _is_quantized(model: Any) -> bool:

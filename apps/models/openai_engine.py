@@ -354,8 +354,9 @@ class OpenAIEngine:
                     word = first_word(held) or held.strip()
                     if word.lower() in avoid and not bias and self._token_ids is not None:
                         bias = self._token_ids(avoid_first)
-                        logger.info("answer engine: the answer began with %r; asking again without it", word)
-                        continue
+                        if bias:  # the server's tokens are known: ask again without those first tokens
+                            logger.info("answer engine: the answer began with %r; asking again without it", word)
+                            continue
                 yield from _cut(held, pieces)
                 return
             finally:

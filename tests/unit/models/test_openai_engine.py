@@ -196,3 +196,11 @@ def test_base_urls_end_with_the_api_version() -> None:
     assert base_url("http://h:8000") == "http://h:8000/v1"
     assert base_url("http://h:8000/v1/") == "http://h:8000/v1"
     assert base_url("https://api.example.com/openai/v1") == "https://api.example.com/openai/v1"
+
+
+def test_an_avoided_first_word_is_kept_when_the_servers_tokens_are_unknown() -> None:
+    server = Server({"a": [sse("Yes", "\n")]})
+    config = EngineSettings(urls=("http://a:8081",))
+    unknown = OpenAIEngine(config, transport=httpx.MockTransport(server), token_ids=lambda words: frozenset())
+    assert written(unknown.stream("q", max_new_tokens=8, avoid_first=("Yes", "No"))) == "Yes\n"
+    assert len(server.requests) == 1
