@@ -1,13 +1,10 @@
 """Faults that need Neo4j itself to go away: stopped in the middle of an ingestion and of questions on the
-shared test stack, and a restart of a whole private stack after which the graph, the vector index, the
-change log and the anchors must still agree (``vectors check``, ``ledger verify --graph``)."""
+shared test stack. (A restart of a whole private stack, after which the graph, the vector index, the change
+log and the anchors must still agree, is tests/integration/test_stack_lifecycle.py.)"""
 
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import subprocess
 import time
 import uuid
 from pathlib import Path
@@ -20,10 +17,10 @@ from neo4j import Driver
 
 from apps.accounts.services import collection_ensure
 from apps.graph.driver import close_driver, get_driver
-from tests.conftest import SERVICES, services
+from tests.conftest import services
 from tests.integration.test_answers import JOURNAL, QUESTION, SOCIETY
 from tests.integration.test_faults import real_db, record, seconds_since, stack_restored  # noqa: F401
-from tests.support import BASE_DIR, manage, wait_for
+from tests.support import manage, wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -135,66 +132,3 @@ def test_neo4j_stopped_during_an_ingestion_and_during_questions(stack_restored: 
         f"Neo4j back in {restarted} s; job {job['state']} after {job['attempts']} attempt(s), {ended} s after the "
         f"stop; {len(in_graph)} documents, each with its chunks and its log entry"
     )
-
-
-# A private stack (state under var/test-restart, ports 52xxx): the whole change log and the whole vector
-# index are checked against the whole graph, whatever the other tests left in the shared one.
-RESTART_ENV = {
-    "RAGKG_STATE_DIR": "var/test-restart",
-    "NEO4J_URI": "bolt://127.0.0.1:52687",
-    "REDIS_URL": "redis://127.0.0.1:52379/0",
-    "CHAIN_RPC_URL": "http://127.0.0.1:52545",
-    "WEB_PORT": "52000",
-    "RAGKG_MANAGED_SERVICES": "neo4j,redis,chain,celery",
-    "CELERY_WORKER_CONCURRENCY": "1",
-}
-
-
-def private(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [*SERVICES, *args], cwd=BASE_DIR, env={**os.environ, **RESTART_ENV}, capture_output=True, text=True, timeout=300
-    )
-
-
-def checked(result: subprocess.CompletedProcess[str]) -> subprocess.CompletedProcess[str]:
-    assert result.returncode == 0, result.stdout + result.stderr
-    return result
-
-
-def test_after_a_restart_of_everything_graph_vectors_log_and_anchors_agree(tmp_path: Path) -> None:
-    state = BASE_DIR / RESTART_ENV["RAGKG_STATE_DIR"]
-    shutil.rmtree(state, ignore_errors=True)
-    state.mkdir(parents=True)
-    try:
-        checked(private("up", "redis", "neo4j", "chain"))
-        checked(manage("migrate", "-v", "0", **RESTART_ENV))
-        checked(private("up", "celery"))
-        for name, text in {"journal.txt": JOURNAL, "society.txt": SOCIETY, "note.txt": "London fog in 1843."}.items():
-            (tmp_path / name).write_text(text)
-        checked(manage("ingest", str(tmp_path), "--collection", "restart", "--wait", "--json", **RESTART_ENV))
-        # A round that cannot confirm its anchor at once (not mined within its short wait, or a send refused)
-        # leaves it to the next round, as the beat would; the rounds are kept for the failure message.
-        rounds = [json.loads(checked(manage("ledger", "anchor", **RESTART_ENV)).stdout)]
-        while not rounds[-1]["confirmed"] and len(rounds) < 3:
-            rounds.append(json.loads(checked(manage("ledger", "anchor", **RESTART_ENV)).stdout))
-        assert rounds[-1]["confirmed"], rounds
-
-        restart = time.monotonic()
-        checked(private("down"))
-        checked(private("up", "redis", "neo4j", "chain", "celery"))
-        restarted = seconds_since(restart)
-
-        vectors = json.loads(checked(manage("vectors", "check", "--json", **RESTART_ENV)).stdout)
-        assert vectors["ok"] and vectors["graph"] == vectors["stored"] == vectors["host"] >= 3, vectors
-        verified = manage("ledger", "verify", "--graph", "--json", **RESTART_ENV)
-        report = json.loads(verified.stdout)
-        assert verified.returncode == 0 and report["ok"], verified.stdout + verified.stderr
-        assert report["anchors_checked"] >= 1 and report["graph_checked"] >= 3, report
-        record(
-            f"anchored in {len(rounds)} round(s); everything restarted in {restarted} s: vectors check "
-            f"({vectors['stored']} vectors) and ledger verify --graph ({report['entries']} entries, "
-            f"{report['anchors_checked']} anchor(s)) agree"
-        )
-    finally:
-        private("down")
-        shutil.rmtree(state, ignore_errors=True)
