@@ -60,9 +60,9 @@ def test_exact_mode_finds_the_copied_sentence_by_ablation(generator: Generator, 
     case = cases[0]
     layout = faithfulness.case_layout(case, generator.tokenizer)
     attribution = exact_attribute(
-        model=generator.model, model_name=generator.name, layout=layout, params=ExactParams(ablations=24)
+        model=generator.model, model_name=generator.name, layout=layout, params=ExactParams(ablations=12)
     )
-    assert case.target is not None and attribution.forward_passes == 24
+    assert case.target is not None and attribution.forward_passes == 12
     assert faithfulness.copy_accuracy(attribution, case.target) >= 0.6
 
 
