@@ -91,8 +91,9 @@ def assert_down(down: subprocess.CompletedProcess[str], state: Path, pids: dict[
 
 def test_make_up_restart_everything_and_down(tmp_path: Path, live_services: None) -> None:
     bolt, redis_port, web_port, chain_port = free_port(), free_port(), free_port(), free_port()
+    state = tmp_path / "state"
     private = {
-        "RAGKG_STATE_DIR": str(tmp_path / "state"),
+        "RAGKG_STATE_DIR": str(state),
         "NEO4J_URI": f"bolt://127.0.0.1:{bolt}",
         "NEO4J_PASSWORD": PASSWORD,
         "REDIS_URL": f"redis://127.0.0.1:{redis_port}/0",
@@ -103,7 +104,6 @@ def test_make_up_restart_everything_and_down(tmp_path: Path, live_services: None
         "RAGKG_MANAGED_SERVICES": "neo4j,redis,chain,celery,web",
     }
     env = {**os.environ, **private}
-    state = tmp_path / "state"
     uri, auth = private["NEO4J_URI"], ("neo4j", PASSWORD)
     up = make("up", env)
     pids: dict[str, int] = {}
