@@ -437,7 +437,7 @@ def cmd_up(names: list[str]) -> None:
     _start_all([name for name in chosen if name in BACKING])  # the slow ones together
     state_dir().mkdir(parents=True, exist_ok=True)
     if "web" in selected or set(workers.ORDER) & set(selected):
-        _manage("migrate", "--noinput", "-v", "0")
+        _manage("migrate", "--noinput", "-v", "0", "--skip-checks")  # checks: apps/core/commands.py
         if "neo4j" in selected:
             _manage("graph_schema", "-v", "0")
     _start_all([name for name in chosen if name in workers.ORDER])

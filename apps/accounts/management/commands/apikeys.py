@@ -1,11 +1,12 @@
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 
 from apps.accounts import apikeys
+from apps.core.commands import ProjectCommand
 
 
-class Command(BaseCommand):
+class Command(ProjectCommand):
     help = "API keys: create one for a user (printed once, as the last line), list them, revoke one."
 
     def add_arguments(self, parser: CommandParser) -> None:

@@ -1,6 +1,6 @@
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 
 from apps.accounts.models import Collection, CollectionGrant
 from apps.accounts.roles import ROLES
@@ -11,6 +11,7 @@ from apps.accounts.services import (
     group_member_set,
     role_set,
 )
+from apps.core.commands import ProjectCommand
 
 EXAMPLES = """
   grant --user ana --collection research       ana may read "research"
@@ -23,7 +24,7 @@ EXAMPLES = """
 """
 
 
-class Command(BaseCommand):
+class Command(ProjectCommand):
     help = "Who may read which collection, and who holds which role (no options: examples; docs/access.md)."
 
     def add_arguments(self, parser: CommandParser) -> None:

@@ -1,16 +1,17 @@
 import json
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 
 from apps.answers.scope import EVERY_COLLECTION
 from apps.answers.services import answer_ask
 from apps.answers.tools import default_tools, retrieval_params
 from apps.answers.types import AnswerError
 from apps.core.admission import Busy
+from apps.core.commands import ProjectCommand
 
 
-class Command(BaseCommand):
+class Command(ProjectCommand):
     help = "Answer a question from the knowledge graph (generation runs on the gpu queue's worker)."
 
     def add_arguments(self, parser: CommandParser) -> None:

@@ -3,11 +3,12 @@ from pathlib import Path
 from typing import Any
 
 from django.conf import settings
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 
 from apps.answers.evaluate import dataset_evaluate
 from apps.answers.evaluation import DATASETS
 from apps.answers.tools import default_tools, retrieval_params
+from apps.core.commands import ProjectCommand
 from apps.models.registry import generator
 
 
@@ -21,7 +22,7 @@ def _ks(value: str) -> list[int]:
     return ks
 
 
-class Command(BaseCommand):
+class Command(ProjectCommand):
     help = (
         "Passage recall@k of dense (FAISS only) and graph retrieval on HotpotQA or MuSiQue "
         "(ingests the corpus if needed)."

@@ -8,12 +8,13 @@ SDK points file descriptor 1 at stderr, so stray output from libraries cannot co
 from typing import Any
 
 from django.contrib.auth import get_user_model
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 
 from apps.api.mcp_server import stdio_serve
+from apps.core.commands import ProjectCommand
 
 
-class Command(BaseCommand):
+class Command(ProjectCommand):
     help = "Serve the MCP tools (search, ask, get_source, get_proof) on stdin/stdout, as USERNAME."
     requires_system_checks: list[str] = []  # nothing may reach stdout before the protocol starts
 

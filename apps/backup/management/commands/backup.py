@@ -2,14 +2,15 @@ import json
 from pathlib import Path
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 
 from apps.backup.manifest import BackupError
 from apps.backup.services import backup_create
+from apps.core.commands import ProjectCommand
 from apps.graph.driver import get_driver
 
 
-class Command(BaseCommand):
+class Command(ProjectCommand):
     help = "Write a backup of the database, graph, vector indexes and chain state (docs/backup.md)."
 
     def add_arguments(self, parser: CommandParser) -> None:

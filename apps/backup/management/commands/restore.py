@@ -1,14 +1,15 @@
 from pathlib import Path
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 
 from apps.backup.manifest import BackupError
 from apps.backup.services import backup_restore
+from apps.core.commands import ProjectCommand
 from apps.graph.driver import get_driver
 
 
-class Command(BaseCommand):
+class Command(ProjectCommand):
     help = "Restore a backup written by `manage.py backup`, then check the result (docs/backup.md)."
 
     def add_arguments(self, parser: CommandParser) -> None:

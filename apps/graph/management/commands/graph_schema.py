@@ -1,12 +1,11 @@
 from typing import Any
 
-from django.core.management.base import BaseCommand
-
+from apps.core.commands import ProjectCommand
 from apps.graph.driver import get_driver
 from apps.graph.schema import graph_schema_apply
 
 
-class Command(BaseCommand):
+class Command(ProjectCommand):
     help = "Create the knowledge graph's constraints and indexes in Neo4j (idempotent)."
 
     def handle(self, *args: Any, **options: Any) -> None:

@@ -1,12 +1,13 @@
 import json
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandParser
+from django.core.management.base import CommandParser
 
+from apps.core.commands import ProjectCommand
 from apps.health.checks import CHECKS, run_checks
 
 
-class Command(BaseCommand):
+class Command(ProjectCommand):
     help = "Check every dependency (database, Neo4j, Redis, Celery, models) and say how to fix what is down."
 
     def add_arguments(self, parser: CommandParser) -> None:

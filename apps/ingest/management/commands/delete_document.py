@@ -1,12 +1,13 @@
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 
+from apps.core.commands import ProjectCommand
 from apps.graph.driver import get_driver
 from apps.ingest.services import document_delete
 
 
-class Command(BaseCommand):
+class Command(ProjectCommand):
     help = "Delete a document and every node and relation that only it supported."
 
     def add_arguments(self, parser: CommandParser) -> None:

@@ -4,9 +4,10 @@ from pathlib import Path
 from typing import Any
 
 from django.conf import settings
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 
 from apps.accounts.services import AccountsError
+from apps.core.commands import ProjectCommand
 from apps.health.checks import check_celery
 from apps.ingest.jobs import job_create, job_wait
 from apps.ingest.models import IngestJob
@@ -35,7 +36,7 @@ def progress_bar(job: IngestJob) -> None:
     sys.stderr.flush()
 
 
-class Command(BaseCommand):
+class Command(ProjectCommand):
     help = "Ingest files (text, PDF, images, tables, zips) into the knowledge graph on the ingest queue."
 
     def add_arguments(self, parser: CommandParser) -> None:

@@ -2,13 +2,14 @@ import json
 import uuid
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 
+from apps.core.commands import ProjectCommand
 from apps.ingest.models import IngestJob
 from apps.ingest.selectors import job_summary
 
 
-class Command(BaseCommand):
+class Command(ProjectCommand):
     help = "Show one ingestion job (exit 1 if it failed), or list the most recent ones."
 
     def add_arguments(self, parser: CommandParser) -> None:

@@ -2,16 +2,17 @@ from pathlib import Path
 from typing import Any
 
 from django.conf import settings
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 
 from apps.accounts.services import collection_ensure
+from apps.core.commands import ProjectCommand
 from apps.ingest.corpora import demo_files
 from apps.ingest.jobs import job_create, job_wait
 from apps.ingest.management.commands.ingest import progress_bar
 from apps.ingest.models import Document
 
 
-class Command(BaseCommand):
+class Command(ProjectCommand):
     help = (
         "Load the demo corpus (HotpotQA passages, images, tables from ../shared/data) into collection 'demo', "
         "which everyone may read."

@@ -1,14 +1,15 @@
 from typing import Any
 
 from django.conf import settings
-from django.core.management.base import BaseCommand, CommandParser
+from django.core.management.base import CommandParser
 
+from apps.core.commands import ProjectCommand
 from apps.graph.driver import get_driver
 from apps.ingest.synonyms import SynonymParams, synonyms_backfill
 from apps.models.registry import text_embedder
 
 
-class Command(BaseCommand):
+class Command(ProjectCommand):
     help = (
         "Give the entities of a graph written before names had vectors their name vector and synonym edges "
         "(GRAPH_SYNONYM_K nearest names at least GRAPH_SYNONYM_MIN_SCORE close); new documents do this as they come in."

@@ -3,8 +3,9 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 
+from apps.core.commands import ProjectCommand
 from apps.ledger.anchoring import anchors_advance, contract_deploy, contract_ensure
 from apps.ledger.chain import ChainError, chain_from_settings
 from apps.ledger.models import Anchor
@@ -13,7 +14,7 @@ from apps.ledger.services import LedgerError, tree_head
 from apps.ledger.verify import log_verify
 
 
-class Command(BaseCommand):
+class Command(ProjectCommand):
     help = "The knowledge change log: anchor it on the chain, verify it, write proofs (docs/ledger.md)."
 
     def add_arguments(self, parser: CommandParser) -> None:

@@ -3,14 +3,15 @@ import threading
 from typing import Any
 
 from django.conf import settings
-from django.core.management.base import BaseCommand, CommandParser
+from django.core.management.base import CommandParser
 
+from apps.core.commands import ProjectCommand
 from apps.models.devices import generator_key
 from apps.models.generator import OFFLINE_GENERATORS
 from apps.models.llamacpp_server import ServerOptions, serve
 
 
-class Command(BaseCommand):
+class Command(ProjectCommand):
     help = (
         "Serve an offline generator's GGUF with llama.cpp's OpenAI-compatible server (xllamacpp) until stopped; "
         "RAGKG_ENGINE=llamacpp makes `make up` start it and send it the answers."

@@ -2,13 +2,14 @@ import json
 from typing import Any
 
 from django.conf import settings
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 
+from apps.core.commands import ProjectCommand
 from apps.models.registry import ROLES, profile_specs
 from apps.models.reports import ModelReport, spec_report
 
 
-class Command(BaseCommand):
+class Command(ProjectCommand):
     help = "List the model of each role (name, where it loads from); with --load, load each one and time it."
 
     def add_arguments(self, parser: CommandParser) -> None:

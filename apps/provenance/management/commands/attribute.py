@@ -4,9 +4,10 @@ from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 
 from apps.answers.models import Answer
+from apps.core.commands import ProjectCommand
 from apps.models.registry import generator
 from apps.provenance.models import AttributionRecord, ExactRun
 from apps.provenance.runs import exact_request
@@ -14,7 +15,7 @@ from apps.provenance.services import ProvenanceError, answer_attribute_exact, an
 from apps.provenance.types import EXACT, FAST
 
 
-class Command(BaseCommand):
+class Command(ProjectCommand):
     help = (
         "Attribute an answer's tokens to its source sentences: fast mode again (in this process), or exact "
         "mode (context ablation) on the attribution worker, reported next to the fast scores."

@@ -1,8 +1,9 @@
 import json
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 
+from apps.core.commands import ProjectCommand
 from apps.graph.driver import get_driver
 from apps.vectors import embedding
 from apps.vectors.config import spaces_in_use
@@ -20,7 +21,7 @@ def _embedder(space: str) -> EmbedFn:
         raise CommandError(str(exc)) from exc
 
 
-class Command(BaseCommand):
+class Command(ProjectCommand):
     help = "Inspect the vectors (the shared store, this host's copy), check them against the graph, repair, rebuild."
 
     def add_arguments(self, parser: CommandParser) -> None:
