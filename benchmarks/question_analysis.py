@@ -31,9 +31,10 @@ django.setup()
 
 from django.conf import settings
 
-from apps.answers.analysis import PendingEntities, detect_language, query_analyse, question_entities
+from apps.answers.analysis import PendingEntities, query_analyse, question_entities
 from apps.answers.evaluation import eval_questions
 from apps.answers.tools import default_tools
+from apps.core.language import detect_language
 
 
 def timed(call: Callable[[str], object], questions: list[str]) -> dict[str, float]:

@@ -16,11 +16,10 @@ import threading
 from collections import Counter
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from apps.answers.types import QueryAnalysis
+from apps.core.language import CJK_MAJORITY, chinese_names, cjk_share, detect_language
 
 if TYPE_CHECKING:
     from spacy.language import Language
@@ -44,31 +43,6 @@ def shannon_entropy(tokens: Sequence[str]) -> float:
 
 
 @functools.cache
-def _langid() -> Any:
-    """langid.py's identifier (its model ships inside the package), loaded once."""
-    from langid import langid
-
-    if langid.identifier is None:
-        langid.load_model()
-    return langid.identifier
-
-
-def detect_language(text: str) -> str:
-    """ISO 639-1 code of the question's language ("und" for text without letters): langid.py's naive
-    Bayes decision, computed over the features the text has. ``langid.classify`` multiplies the whole
-    feature vector (about 7,500 entries, nearly all zero for one line) with its 7,500 x 97 table and
-    normalises the probabilities, 2.5 ms per line on one thread; the few non-zero rows give the same
-    argmax in a few hundredths of that."""
-    if not any(char.isalpha() for char in text):
-        return "und"
-    identifier = _langid()
-    features = identifier.instance2fv(text)
-    present = np.flatnonzero(features)
-    scores = features[present].astype(np.float64) @ identifier.nb_ptc[present] + identifier.nb_pc
-    return str(identifier.nb_classes[int(np.argmax(scores))])
-
-
-@functools.cache
 def _ner_pipeline(model: str) -> Language:
     import spacy
 
@@ -76,7 +50,10 @@ def _ner_pipeline(model: str) -> Language:
 
 
 def question_entities(text: str, *, model: str) -> tuple[str, ...]:
-    """Names of the entities spaCy finds in the question, in order, without repeats."""
+    """Names of the entities spaCy finds in the question (rjieba's tagged names in a Chinese one:
+    apps/core/language.py), in order, without repeats."""
+    if cjk_share(text) >= CJK_MAJORITY:
+        return tuple(dict.fromkeys(name for _start, _end, name, _label in chinese_names(text)))
     nlp = _ner_pipeline(model)
     with _ner_lock:  # one pipeline shared by the web server's threads
         doc = nlp(text)

@@ -8,16 +8,15 @@ piece of text they are given.
 
 from __future__ import annotations
 
-import re
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from apps.answers.types import STAGES
+from apps.core.language import has_cjk, words
 from apps.provenance.units import source_units
 
-WORD = re.compile(r"\w+")
 EXTRA_STAGES = ("queue", "attribution")
 
 
@@ -56,7 +55,8 @@ def supported_spans(tokens: Iterable[Mapping[str, Any]]) -> dict[int, tuple[int,
 
 
 def _words(text: str) -> set[str]:
-    return {word.lower() for word in WORD.findall(text) if len(word) > 2}
+    """Words of three letters or more, and Chinese words of two characters or more."""
+    return {word for word in words(text) if len(word) > 2 or (len(word) == 2 and has_cjk(word))}
 
 
 def best_span(text: str, spans: Sequence[Sequence[int]], query: str) -> tuple[int, int] | None:

@@ -25,7 +25,7 @@ from django.utils import timezone
 from apps.answers import streams
 from apps.answers.answer_text import answer_clean, lines_written
 from apps.answers.models import Answer
-from apps.answers.prompt import NOT_FOUND
+from apps.answers.prompt import not_found_text
 from apps.answers.support import SAID, UNSUPPORTED_WORDS, answer_refusal, avoid_first, prompt_sources_text
 from apps.models.interfaces import AnswerEngine, Generator
 from apps.models.openai_engine import EngineUnavailable
@@ -204,11 +204,14 @@ def _not_found_reason(answer: Answer, generated: str) -> str:
     return {SAID: SAID_NOT_FOUND, UNSUPPORTED_WORDS: UNSUPPORTED}.get(reason, "")
 
 
-def answer_not_found(answer_id: str, note: str, **fields: Any) -> None:
-    """Finish an answer as "Not found in your documents" (its sources kept), unless it finished meanwhile."""
+def answer_not_found(answer_id: str, note: str, *, question: str, **fields: Any) -> str:
+    """Finish an answer as "Not found in your documents" in the question's language (its sources kept),
+    unless it finished meanwhile; returns that text."""
+    text = not_found_text(question)
     Answer.objects.filter(id=answer_id, state__in=[Answer.RETRIEVED, Answer.GENERATING]).update(
-        state=Answer.DONE, answer=NOT_FOUND, not_found=True, error=note, finished_at=timezone.now(), **fields
+        state=Answer.DONE, answer=text, not_found=True, error=note, finished_at=timezone.now(), **fields
     )
+    return text
 
 
 def answer_generate(
@@ -265,9 +268,16 @@ def answer_generate(
     verdict = "" if result.stopped else _not_found_reason(answer, generated)
     if verdict:
         note = " ".join(filter(None, [verdict, note]))
-        answer_not_found(answer_id, note, generated=generated, generation=result.as_dict(), timings_ms=timings)
-        streams.event_publish(answer_id, streams.GENERATED, answer=NOT_FOUND, not_found=True)
-        streams.event_publish(answer_id, streams.DONE, answer=NOT_FOUND, generation=result.as_dict(), note=note)
+        shown = answer_not_found(
+            answer_id,
+            note,
+            question=answer.question,
+            generated=generated,
+            generation=result.as_dict(),
+            timings_ms=timings,
+        )
+        streams.event_publish(answer_id, streams.GENERATED, answer=shown, not_found=True)
+        streams.event_publish(answer_id, streams.DONE, answer=shown, generation=result.as_dict(), note=note)
         return
     # The text is final here: readers show it at once; the citations follow after attribution.
     streams.event_publish(answer_id, streams.GENERATED, answer=generated, not_found=False)

@@ -15,7 +15,6 @@ and gains its lexical score.
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
@@ -27,11 +26,11 @@ from neo4j.exceptions import ClientError
 from apps.answers.rerank import StoredVectors
 from apps.answers.scope import Scope, scope_names
 from apps.answers.types import Seed
+from apps.core.language import has_cjk, words
 from apps.graph import cypher
 from apps.graph.db import graph_read_timed
 
 logger = logging.getLogger(__name__)
-_WORD = re.compile(r"\w+", re.UNICODE)
 MAX_QUERY_TERMS = 32
 
 
@@ -42,11 +41,22 @@ class LexicalParams:
     weight: float = 0.1  # what a unit's normalised BM25 adds to its final score
 
 
+TEXT_INDEX = "unit_text_fulltext"
+CJK_TEXT_INDEX = "unit_text_cjk_fulltext"
+
+
 def lexical_query(question: str) -> str:
-    """The question as a Lucene query that cannot fail to parse: its words, lower-cased (so no
-    AND/OR/NOT operators), without Lucene's special characters, any of them matching."""
-    words = [word.casefold() for word in _WORD.findall(question) if len(word) > 1 or word.isdigit()]
-    return " ".join(list(dict.fromkeys(words))[:MAX_QUERY_TERMS])
+    """The question as a Lucene query that cannot fail to parse: its words (Chinese segmented into
+    dictionary words: apps/core/language.py), lower-cased (so no AND/OR/NOT operators), without
+    Lucene's special characters, any of them matching."""
+    found = [word for word in words(question) if len(word) > 1 or word.isdigit()]
+    return " ".join(list(dict.fromkeys(found))[:MAX_QUERY_TERMS])
+
+
+def lexical_index(question: str) -> str:
+    """The full-text index for the question: the cjk one (character pairs) when it is written in
+    Chinese, Japanese or Korean, where the english analyzer would match single characters."""
+    return CJK_TEXT_INDEX if has_cjk(question) else TEXT_INDEX
 
 
 LexicalHit = tuple[str, str, float, str]  # unit id, label, BM25 score, collection
@@ -62,6 +72,7 @@ def lexical_search(*, driver: Driver, question: str, collections: Scope, params:
         rows = graph_read_timed(
             driver,
             cypher.ANSWER_LEXICAL,
+            index=lexical_index(question),
             query=query,
             limit=params.k * (params.overfetch if names is not None else 1),
             k=params.k,

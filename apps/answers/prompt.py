@@ -16,13 +16,13 @@ prompt and nothing else.
 from __future__ import annotations
 
 import math
-import re
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import PurePosixPath
 
 from apps.answers.types import Prompt, Source
+from apps.core.language import CJK_MAJORITY, cjk_share, detect_language, words
 
 NOT_FOUND = "Not found in your documents."  # the answer when the evidence does not support one
 SYSTEM = (
@@ -42,16 +42,39 @@ SYSTEM = (
     "No\n"
     "The Tamsin is a river 212 km long."
 )
+# The same instructions and examples in Chinese, for a question asked in Chinese: the answer is then
+# written in Chinese, and a small model follows instructions in the question's language more closely.
+SYSTEM_ZH = (
+    "你只根据编号的资料回答问题。第一行只写简短的答案：一个名字、日期、数字或几个词（是非题写“是”或“否”），"  # noqa: RUF001
+    "不要写完整的句子。第二行写资料中支持这个答案的一句话。\n\n"
+    "示例。\n"
+    "Sources:\n\n"
+    "[1] 奥尔瓦湖\n"
+    "奥尔瓦湖位于北部山区。塔姆辛河从湖中流出。\n\n"
+    "[2] 塔姆辛河\n"
+    "塔姆辛河全长212公里。它在韦尔港入海。\n\n"
+    "Question: 从奥尔瓦湖流出的河在哪个港口入海？\n"  # noqa: RUF001
+    "韦尔港\n"
+    "塔姆辛河在韦尔港入海。\n\n"
+    "Question: 塔姆辛河的长度超过300公里吗？\n"  # noqa: RUF001
+    "否\n"
+    "塔姆辛河全长212公里。"
+)
+NOT_FOUND_ZH = "在你的文档中未找到。"
 NO_SOURCES = "(no sources were found)"
 GAP = " … "
-WORD = re.compile(r"\w+", re.UNICODE)
 _STOPWORDS = (
     "a an the of in on at to for from by with and or but is are was were be been being what which who whom whose "
     "when where why how that this these those it its as than then did do does done has have had not no yes if "
     "into about after before between both either same also there their they he she his her him we you your our "
     "i me my one two first last many much more most other such can could would should will may might"
 )
-STOPWORDS = frozenset(_STOPWORDS.split())
+# Chinese question and function words as rjieba cuts them (single characters never count as words).
+_CHINESE_STOPWORDS = (
+    "什么 多少 哪个 哪些 哪里 哪儿 哪一 哪位 怎么 怎样 如何 为什么 为何 何时 多久 几个 是否 这个 那个 一个 "
+    "时候 以及 或者 并且 而且 但是 因为 所以 如果 可以 没有 已经 他们 我们 你们 它们 这些 那些 之后 之前 其中"
+)
+STOPWORDS = frozenset(_STOPWORDS.split()) | frozenset(_CHINESE_STOPWORDS.split())
 
 
 @dataclass(frozen=True)
@@ -70,7 +93,7 @@ WHOLE = ExcerptParams(best=10_000, neighbours=10_000, most=10_000)  # every sent
 
 def _terms(text: str) -> list[str]:
     """Lower-case content words, cut to 6 characters (a crude stem: "published" meets "publishes")."""
-    return [word[:6] for word in WORD.findall(text.lower()) if word not in STOPWORDS and len(word) > 1]
+    return [word[:6] for word in words(text) if word not in STOPWORDS and len(word) > 1]
 
 
 def _title_line(source: Source) -> str:
@@ -154,6 +177,20 @@ def source_block(source: Source) -> str:
     return f"[{source.number}] {source_label(source)}\n{source_excerpt(source)}"
 
 
+def question_chinese(question: str) -> bool:
+    """Whether the question is written in Chinese: then the prompt and "not found" are in Chinese."""
+    return cjk_share(question) >= CJK_MAJORITY and detect_language(question) == "zh"
+
+
+def system_message(question: str) -> str:
+    return SYSTEM_ZH if question_chinese(question) else SYSTEM
+
+
+def not_found_text(question: str) -> str:
+    """ "Not found in your documents." in the question's language (English or Chinese)."""
+    return NOT_FOUND_ZH if question_chinese(question) else NOT_FOUND
+
+
 def sources_excerpt(*, question: str, sources: Sequence[Source], params: ExcerptParams | None = None) -> list[Source]:
     """The sources with ``shown`` set: for each chunk, the sentences that matter to ``question``."""
     params = params or ExcerptParams()
@@ -205,7 +242,8 @@ def prompt_assemble(
     nearly always; block by block only when it does not."""
     shown = sources_excerpt(question=question, sources=sources, params=params)
     kept = list(shown)
-    system = count_tokens(SYSTEM)
+    system_text = system_message(question)
+    system = count_tokens(system_text)
     user = user_message(question=question, sources=kept)
     tokens = count_tokens(user)
     if budget is not None and system + tokens > budget:
@@ -216,4 +254,6 @@ def prompt_assemble(
             kept.pop()
             user = user_message(question=question, sources=kept)
             tokens = count_tokens(user)
-    return Prompt(system=SYSTEM, user=user, sources=tuple(kept), tokens=system + tokens, dropped=len(shown) - len(kept))
+    return Prompt(
+        system=system_text, user=user, sources=tuple(kept), tokens=system + tokens, dropped=len(shown) - len(kept)
+    )

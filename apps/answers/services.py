@@ -299,7 +299,7 @@ def answer_start(
         if generate and not retrieval.sources:
             answer_fail(answer, NOTHING_FOUND)
         elif generate and not evidence_sufficient(evidence, evidence_params()):
-            answer_not_found(str(answer.id), WEAK_EVIDENCE.format(**evidence.as_dict()))
+            answer_not_found(str(answer.id), WEAK_EVIDENCE.format(**evidence.as_dict()), question=answer.question)
             answer.refresh_from_db()
         elif generate:
             generation_queue(answer)

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from apps.answers.answer_text import short_answer
 from apps.answers.prompt import STOPWORDS
 from apps.answers.types import Source
+from apps.core.language import CJK_MAJORITY, cjk_share, has_cjk, words
 
 WORD = re.compile(r"\w+", re.UNICODE)
 YES_NO = frozenset({"yes", "no"})
@@ -51,7 +52,7 @@ class Evidence:
 
 
 def _words(text: str) -> list[str]:
-    return [word for word in WORD.findall(text.lower()) if word not in STOPWORDS and (len(word) > 1 or word.isdigit())]
+    return [word for word in words(text) if word not in STOPWORDS and (len(word) > 1 or word.isdigit())]
 
 
 def _stems(words: Iterable[str]) -> set[str]:
@@ -68,12 +69,22 @@ def word_coverage(words: Sequence[str], text: str) -> float:
     return sum(len(word) for word in words if word[:STEM] in present) / total
 
 
+def same_script(question: str, text: str) -> bool:
+    """Whether the question and the sources are written the same way: both mostly in Chinese, Japanese
+    or Korean characters, or both not. Across scripts (an English question over Chinese sources) the
+    question's words cannot be looked for in the sources' text."""
+    return (cjk_share(question) >= CJK_MAJORITY) == (cjk_share(text) >= CJK_MAJORITY)
+
+
 def evidence_measure(question: str, sources: Sequence[Source]) -> Evidence:
-    """The retrieval's two signals for ``question`` over ``sources`` (all of each source's text)."""
+    """The retrieval's two signals for ``question`` over ``sources`` (all of each source's text); the
+    coverage is 1.0 when the question and the sources are in different scripts (``same_script``):
+    the similarity decides alone then."""
     chunks = [source for source in sources if source.kind != "image"]
     similarity = max((source.rerank_score for source in sources), default=0.0)
     text = "\n".join(source.text for source in chunks)
-    return Evidence(similarity=similarity, coverage=word_coverage(_words(question), text))
+    coverage = word_coverage(_words(question), text) if same_script(question, text) else 1.0
+    return Evidence(similarity=similarity, coverage=coverage)
 
 
 def evidence_sufficient(evidence: Evidence, params: EvidenceParams) -> bool:
@@ -109,15 +120,20 @@ def answer_support(short: str, shown: str, question: str) -> float:
     said = WORD.findall(short.lower())
     if said and set(said) <= YES_NO:
         return 1.0 if yes_no_question(question) else 0.0
-    words = _words(short)
     asked = _stems(_words(question))
-    own = [word for word in words if word[:STEM] not in asked]
+    cjk_shown = cjk_share(shown) >= CJK_MAJORITY
+    # Only words written as the sources are can be looked for there ("308" and 卡万·肖特 in Chinese
+    # sources, not an English answer's words).
+    own = [
+        word for word in _words(short) if word[:STEM] not in asked and (word.isdigit() or has_cjk(word) == cjk_shown)
+    ]
     return word_coverage(own, shown) if own else 1.0
 
 
 def says_not_found(short: str) -> bool:
     """Whether the generator itself answered that the sources do not say ("Not found …", unasked)."""
-    return short.strip().lower().startswith("not found")
+    start = short.strip().lower()
+    return start.startswith(("not found", "未找到", "在你的文档中未找到", "在您的文档中未找到"))
 
 
 def answer_refusal(generated: str, *, shown: str, question: str, min_support: float) -> str:

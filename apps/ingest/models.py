@@ -18,6 +18,8 @@ class Document(models.Model):
     sha256 = models.CharField(max_length=64, db_index=True)
     size = models.PositiveBigIntegerField()
     counts = models.JSONField(default=dict)
+    # ISO 639-1 code of most of its text, found at ingestion (apps/core/language.py); "und" for none.
+    language = models.CharField(max_length=8, blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

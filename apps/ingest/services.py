@@ -423,6 +423,7 @@ def _record(*, driver: Driver, collection: str, pending: Sequence[_Pending], act
             sha256=item.parsed.sha256,
             size=item.parsed.size,
             counts=item.graph.counts() if item.graph is not None else {},
+            language=str(item.graph.document.get("language", "")) if item.graph is not None else "",
         )
         for item in pending
     ]
@@ -433,7 +434,7 @@ def _record(*, driver: Driver, collection: str, pending: Sequence[_Pending], act
             batch_size=500,
             update_conflicts=True,
             unique_fields=["id"],
-            update_fields=["collection", "path", "title", "mime", "sha256", "size", "counts", "updated_at"],
+            update_fields=["collection", "path", "title", "mime", "sha256", "size", "counts", "language", "updated_at"],
         )
         entries_append(actor=actor, changes=changes)
 

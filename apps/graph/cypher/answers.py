@@ -103,11 +103,12 @@ RETURN u.id AS start, seed.score AS start_score, null AS entity, 0 AS degree, nu
        null AS predicate, 0 AS weight, 0 AS via_degree, units, null AS labels, null AS sentences
 """
 
-# The lexical seed channel: Lucene's BM25 over the text of chunks, rows and images (the
-# unit_text_fulltext index, kept up to date by Neo4j as units are written and deleted). The index
-# spans every collection, so it is asked for $limit hits and the first $k in $collections are kept.
+# The lexical seed channel: Lucene's BM25 over the text of chunks, rows and images ($index:
+# unit_text_fulltext, or unit_text_cjk_fulltext for a question in Chinese, Japanese or Korean; kept
+# up to date by Neo4j as units are written and deleted). The index spans every collection, so it is
+# asked for $limit hits and the first $k in $collections are kept.
 ANSWER_LEXICAL = """
-CALL db.index.fulltext.queryNodes('unit_text_fulltext', $query, {limit: $limit}) YIELD node, score
+CALL db.index.fulltext.queryNodes($index, $query, {limit: $limit}) YIELD node, score
 WITH node, score WHERE $collections IS NULL OR node.collection IN $collections
 RETURN node.id AS id, labels(node)[0] AS label, score, node.collection AS collection
 ORDER BY score DESC, id LIMIT $k

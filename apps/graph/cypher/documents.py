@@ -13,8 +13,8 @@ RETURN d.id AS id, d.title AS title, d.path AS path, d.mime AS mime, d.collectio
        d.size AS size, d.sha256 AS sha256, coalesce(d.page_starts, []) AS page_starts,
        coalesce(d.page_numbers, []) AS page_numbers, coalesce(d.page_images, []) AS page_images,
        coalesce(d.page_widths, []) AS page_widths, coalesce(d.page_heights, []) AS page_heights,
-       COUNT { (d)-[:HAS_CHUNK]->() } AS chunks, COUNT { (d)-[:HAS_TABLE]->() } AS tables,
-       COUNT { (d)-[:HAS_IMAGE]->() } AS images
+       coalesce(d.language, '') AS language, COUNT { (d)-[:HAS_CHUNK]->() } AS chunks,
+       COUNT { (d)-[:HAS_TABLE]->() } AS tables, COUNT { (d)-[:HAS_IMAGE]->() } AS images
 """
 
 # Where a unit of the document sits: a chunk's position, a row's table and index, an image's page.

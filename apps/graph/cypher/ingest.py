@@ -17,7 +17,7 @@ CREATE (d:Document {id: row.id})
 SET d.title = row.title, d.path = row.path, d.mime = row.mime, d.sha256 = row.sha256,
     d.collection = row.collection, d.size = row.size,
     d.page_starts = row.page_starts, d.page_numbers = row.page_numbers, d.page_images = row.page_images,
-    d.page_widths = row.page_widths, d.page_heights = row.page_heights
+    d.page_widths = row.page_widths, d.page_heights = row.page_heights, d.language = row.language
 """
 
 CHUNKS_CREATE = """
@@ -26,7 +26,7 @@ MATCH (d:Document {id: row.document_id})
 CREATE (d)-[:HAS_CHUNK]->(c:Chunk {id: row.id})
 SET c.text = row.text, c.ord = row.ord, c.sha256 = row.sha256, c.start = row.start, c.end = row.end,
     c.page = row.page, c.sentence_starts = row.sentence_starts, c.sentence_ends = row.sentence_ends,
-    c.document_id = row.document_id, c.collection = row.collection
+    c.document_id = row.document_id, c.collection = row.collection, c.language = row.language
 """
 
 CHUNKS_LINK_NEXT = """

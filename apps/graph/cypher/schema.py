@@ -65,6 +65,14 @@ SCHEMA_INDEXES: tuple[tuple[str, str], ...] = (
         "CREATE FULLTEXT INDEX unit_text_fulltext IF NOT EXISTS FOR (n:Chunk|Row|Image) ON EACH [n.text]"
         " OPTIONS {indexConfig: {`fulltext.analyzer`: 'english'}}",
     ),
+    # The same text for questions written without spaces between words (Chinese, Japanese, Korean):
+    # Lucene's cjk analyzer indexes overlapping character pairs, where the english one sees single
+    # characters (apps/answers/lexical.py picks the index by the question's script).
+    (
+        "unit_text_cjk_fulltext",
+        "CREATE FULLTEXT INDEX unit_text_cjk_fulltext IF NOT EXISTS FOR (n:Chunk|Row|Image) ON EACH [n.text]"
+        " OPTIONS {indexConfig: {`fulltext.analyzer`: 'cjk'}}",
+    ),
 )
 
 # Chunks, images and rows carry their document's collection (a document's collection is part of

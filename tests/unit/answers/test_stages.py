@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from apps.answers.analysis import detect_language, shannon_entropy
+from apps.answers.analysis import shannon_entropy
 from apps.answers.expansion import ExpansionParams, expand_parameters, expand_rows, question_entity_ids, specificity
 from apps.answers.ppr import personalized_pagerank
 from apps.answers.prompt import SYSTEM, prompt_assemble
@@ -19,6 +19,7 @@ from apps.answers.scope import EVERY_COLLECTION
 from apps.answers.seeds import SeedLimits, seeds_search
 from apps.answers.selection import SelectionParams, dynamic_k, sources_select
 from apps.answers.types import Candidate, GraphPath, Seed
+from apps.core.language import detect_language
 from apps.graph import cypher
 from apps.graph.identity import entity_id, entity_key
 from apps.vectors.types import VectorMatch
