@@ -13,14 +13,14 @@ WITH_ENV := bash scripts/with-env.sh
 # and state under var/test, so it never touches a running development stack.
 LINT_ENV := DJANGO_DEBUG=1 DJANGO_SECRET_KEY=lint
 
-.PHONY: help setup run up down status doctor migrate graph-schema chromium test test-unit lint format bench-ingest bench-vectors bench-answers bench-scale bench-answer-quality bench-not-found bench-multihop bench-quality bench-encoders bench-analysis bench-attribution bench-ledger attribution-calibrate
+.PHONY: help setup run up down status doctor migrate graph-schema chromium test test-unit lint format bench-ingest bench-vectors bench-answers bench-scale bench-answer-quality bench-not-found bench-multihop bench-quality bench-encoders bench-encoders-multilingual bench-space-scale bench-analysis bench-attribution bench-ledger attribution-calibrate
 
 help:
 	@echo "make run      set up this machine, start everything, serve http://127.0.0.1:8000"
 	@echo "make test     run the whole test suite (lint, unit and integration, real services)"
 	@echo "make up       start Neo4j, Redis, the Celery worker and the web server in the background"
 	@echo "make down     stop exactly what 'make up' started"
-	@echo "make status | doctor | migrate | graph-schema | lint | format | bench-ingest | bench-vectors | bench-answers | bench-scale | bench-answer-quality | bench-not-found | bench-multihop | bench-quality | bench-encoders | bench-analysis | bench-attribution | bench-ledger | bench-load | bench-warm | attribution-calibrate"
+	@echo "make status | doctor | migrate | graph-schema | lint | format | bench-ingest | bench-vectors | bench-answers | bench-scale | bench-answer-quality | bench-not-found | bench-multihop | bench-quality | bench-encoders | bench-encoders-multilingual | bench-space-scale | bench-analysis | bench-attribution | bench-ledger | bench-load | bench-warm | attribution-calibrate"
 
 setup:
 	@RAGKG_VENV="$(VENV)" bash scripts/bootstrap.sh
@@ -156,6 +156,17 @@ bench-analysis: setup
 # The text encoder options (torch, onnx, onnx-int8) side by side: speed and dense R@k on the multi-hop samples.
 bench-encoders: setup
 	env DJANGO_DEBUG=1 RAGKG_STATE_DIR=var/bench-encoders $(PY) benchmarks/encoders.py $(BENCH_ARGS)
+
+# Text encoders on XQuAD in English and Chinese (dense recall@k for zh->zh, en->zh, zh->en, en->en, and
+# passages/s): MiniLM and multilingual-e5-small always; other encoders from local files with BENCH_ARGS
+# (benchmarks/multilingual_encoders.py says how).
+bench-encoders-multilingual: setup
+	env DJANGO_DEBUG=1 RAGKG_STATE_DIR=var/bench-encoders $(PY) benchmarks/multilingual_encoders.py $(BENCH_ARGS)
+
+# The multilingual text space's cosines on the text space's scale (VECTORS_MTEXT_SCALE/_OFFSET), fitted on
+# the tuning sets and checked on 2Wiki dev300 (benchmarks/space_scale.py).
+bench-space-scale: setup
+	env DJANGO_DEBUG=1 RAGKG_STATE_DIR=var/bench-encoders $(PY) benchmarks/space_scale.py $(BENCH_ARGS)
 
 lint:
 	$(VENV)/bin/ruff check .

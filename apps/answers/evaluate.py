@@ -10,6 +10,7 @@ from pathlib import Path
 from apps.answers.evaluation import (
     EvalQuestion,
     ModeReport,
+    corpus_name,
     eval_corpus,
     eval_questions,
     exact_match,
@@ -31,7 +32,7 @@ FOREIGN = {"hotpotqa": "musique", "musique": "2wiki", "2wiki": "hotpotqa"}
 
 
 def eval_collection(dataset: str) -> str:
-    return f"eval-{dataset}"
+    return f"eval-{corpus_name(dataset)}"
 
 
 def corpus_ensure(*, dataset: str, data_dir: Path) -> int:

@@ -11,6 +11,7 @@ answer and its aliases.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import string
@@ -22,6 +23,10 @@ from pathlib import Path
 from apps.ingest import corpora
 
 DATASETS = ("hotpotqa", "musique", "2wiki")
+PUNCTUATION = frozenset(string.punctuation) | frozenset("，。！？；：、“”‘’（）《》【】「」『』…—·")  # noqa: RUF001
+# XQuAD's paragraphs and questions, the same 240 paragraphs and 1,190 questions in each language:
+# "xquad-Q-P" asks the questions written in language Q of the paragraphs written in language P.
+XQUAD_DATASETS = ("xquad-zh-zh", "xquad-en-zh", "xquad-zh-en", "xquad-en-en")
 
 
 @dataclass(frozen=True)
@@ -83,15 +88,50 @@ def _twowiki(data_dir: Path) -> Iterator[EvalQuestion]:
         yield EvalQuestion(item["id"], item["question"], (item["answer"],), supporting, gold)
 
 
+def _xquad_languages(dataset: str) -> tuple[str, str]:
+    """(question language, paragraph language) of an ``XQUAD_DATASETS`` name."""
+    _, question, paragraph = dataset.split("-")
+    return question, paragraph
+
+
+def _xquad(data_dir: Path, dataset: str) -> Iterator[EvalQuestion]:
+    """Each question (in its language) with its paragraph (in the other) as the one supporting passage;
+    the answer in both languages counts (asked in English of Chinese text, "308" or the English words)."""
+    asked, written = _xquad_languages(dataset)
+    names = [name for name, _ in corpora.xquad_paragraphs(data_dir, written)]
+    squads = {language: json.loads((data_dir / f"multilingual/xquad/xquad.{language}.json").read_text())
+              for language in {asked, written}}  # fmt: skip
+    paragraphs = zip(
+        (p for a in squads[asked]["data"] for p in a["paragraphs"]),
+        (p for a in squads[written]["data"] for p in a["paragraphs"]),
+        strict=True,
+    )
+    for number, (question_paragraph, passage) in enumerate(paragraphs):
+        gold = ((names[number].removesuffix(".txt").split("/")[-1], passage["context"]),)
+        for qa, same in zip(question_paragraph["qas"], passage["qas"], strict=True):
+            answers = tuple(dict.fromkeys(answer["text"] for answer in [*qa["answers"], *same["answers"]]))
+            yield EvalQuestion(qa["id"], qa["question"], answers, frozenset({names[number]}), gold)
+
+
 def eval_questions(dataset: str, data_dir: Path) -> list[EvalQuestion]:
     """The dataset's questions with their supporting passages' document paths."""
+    if dataset in XQUAD_DATASETS:  # in an order of their ids' hashes: the first N span every article
+        return sorted(_xquad(data_dir, dataset), key=lambda q: hashlib.sha256(q.id.encode()).hexdigest())
     if dataset not in DATASETS:
-        raise ValueError(f"unknown dataset {dataset!r} (choose from {', '.join(DATASETS)})")
+        raise ValueError(f"unknown dataset {dataset!r} (choose from {', '.join((*DATASETS, *XQUAD_DATASETS))})")
     readers = {"hotpotqa": _hotpotqa, "musique": _musique, "2wiki": _twowiki}
     return [q for q in readers[dataset](data_dir) if q.supporting]
 
 
+def corpus_name(dataset: str) -> str:
+    """The corpus a dataset's questions are asked of: its own, or XQuAD's paragraphs in one language
+    (shared by the datasets that ask them in different languages)."""
+    return f"xquad-{_xquad_languages(dataset)[1]}" if dataset in XQUAD_DATASETS else dataset
+
+
 def eval_corpus(dataset: str, data_dir: Path) -> list[tuple[str, bytes]]:
+    if dataset in XQUAD_DATASETS:
+        return list(corpora.xquad_paragraphs(data_dir, _xquad_languages(dataset)[1]))
     readers = {
         "hotpotqa": corpora.hotpotqa_passages,
         "musique": corpora.musique_passages,
@@ -110,9 +150,15 @@ def recall_at(ranked_documents: Sequence[str], supporting: frozenset[str], k: in
     return len(supporting & set(distinct_documents(ranked_documents)[:k])) / len(supporting)
 
 
+_CJK_CHAR = re.compile(r"([\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff])")
+
+
 def normalise_answer(text: str) -> str:
-    """SQuAD's answer normalisation: lower case, no punctuation, no articles, single spaces."""
-    text = "".join(char for char in text.lower() if char not in set(string.punctuation))
+    """SQuAD's answer normalisation: lower case, no punctuation (full-width too), no articles, single
+    spaces; each Chinese character a word of its own (MLQA's "mixed segmentation", so that F1 is
+    counted by characters in Chinese and by words elsewhere)."""
+    text = "".join(char for char in text.lower() if char not in PUNCTUATION)
+    text = _CJK_CHAR.sub(r" \1 ", text)
     return " ".join(re.sub(r"\b(a|an|the)\b", " ", text).split())
 
 

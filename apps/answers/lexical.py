@@ -15,7 +15,7 @@ and gains its lexical score.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -23,12 +23,13 @@ import numpy.typing as npt
 from neo4j import Driver
 from neo4j.exceptions import ClientError
 
-from apps.answers.rerank import StoredVectors
+from apps.answers.rerank import QueryVectors, StoredVectors
 from apps.answers.scope import Scope, scope_names
 from apps.answers.types import Seed
 from apps.core.language import has_cjk, words
 from apps.graph import cypher
 from apps.graph.db import graph_read_timed
+from apps.vectors.spaces import space_score
 
 logger = logging.getLogger(__name__)
 MAX_QUERY_TERMS = 32
@@ -88,21 +89,27 @@ def seeds_fuse(
     *,
     dense: Sequence[Seed],
     lexical: Sequence[LexicalHit],
-    query_vector: npt.NDArray[np.float32],
+    query_vectors: QueryVectors,
     stored_vectors: StoredVectors,
+    space_of: Callable[[str], str] = lambda _collection: "text",
 ) -> list[Seed]:
     """The dense seeds with the lexical hits added (best first by similarity): a unit both found
-    gains its lexical score; one only the full-text search found is scored by its stored vector
-    (0 when the vector index does not have it)."""
+    gains its lexical score; one only the full-text search found is scored by its stored vector in
+    its collection's text space (``space_of``; 0 when the vector index does not have it)."""
     if not lexical:
         return list(dense)
     top = max(score for _, _, score, _ in lexical) or 1.0
     normalised = {node_id: score / top for node_id, _, score, _ in lexical}
     fused = {seed.node_id: replace(seed, lexical=normalised.get(seed.node_id, 0.0)) for seed in dense}
     new = [hit for hit in lexical if hit[0] not in fused]
-    vectors = stored_vectors([node_id for node_id, *_ in new]) if new else {}
+    vectors: dict[str, npt.NDArray[np.float32]] = {}
+    for space in {space_of(collection) for *_, collection in new}:
+        ids = [node_id for node_id, *_, collection in new if space_of(collection) == space]
+        vectors.update(stored_vectors(ids, space))
     for node_id, label, _, collection in new:
-        vector = vectors.get(node_id)
-        similarity = float(vector @ query_vector) if vector is not None else 0.0
+        vector, space = vectors.get(node_id), space_of(collection)
+        similarity = 0.0
+        if vector is not None and space in query_vectors:
+            similarity = space_score(space, float(vector @ query_vectors[space]))
         fused[node_id] = Seed(node_id, label, similarity, "lexical", collection, normalised[node_id])
     return sorted(fused.values(), key=lambda seed: (-seed.score, seed.node_id))

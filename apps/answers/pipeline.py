@@ -64,6 +64,27 @@ class RetrievalTools:
     search: Search
     stored_vectors: StoredVectors
     ner_model: str | None = None
+    # The embedder of a text space ("text": ``text``; apps/vectors/spaces.py) and the text space of each
+    # collection of a scope (None: every collection not in "text"); without them everything is in "text".
+    space_embedder: Callable[[str], TextEmbedder] | None = None
+    collection_spaces: Callable[[Sequence[str] | None], dict[str, str]] | None = None
+
+    def embedder(self, space: str) -> TextEmbedder:
+        return self.text if space == "text" or self.space_embedder is None else self.space_embedder(space)
+
+
+def _text_spaces(tools: RetrievalTools, names: Sequence[str] | None) -> tuple[dict[str, str], tuple[str, ...]]:
+    """Each collection's text space (only those not in "text") and the spaces the question is embedded
+    in: those its collections use, "text" first (and always, for every collection)."""
+    spaces = {} if tools.collection_spaces is None else tools.collection_spaces(names)
+    used = {space for name, space in spaces.items() if names is None or name in names}
+    if names is None or not names or any(spaces.get(name, "text") == "text" for name in names):
+        used.add("text")
+    return {name: space for name, space in spaces.items() if space != "text"}, tuple(sorted(used, key=_text_first))
+
+
+def _text_first(space: str) -> tuple[bool, str]:
+    return space != "text", space
 
 
 @dataclass
@@ -169,8 +190,15 @@ def retrieve(*, question: str, collections: Scope, tools: RetrievalTools, params
         pending = PendingEntities(question, model=tools.ner_model)
         analysis = query_analyse(question=question, tokenize=tools.tokenize, ner_model=None)
         span_set(span, language=analysis.language, tokens=len(analysis.tokens), entropy=analysis.entropy)
+    spaces, text_spaces = _text_spaces(tools, names)
+
+    def space_of(collection: str) -> str:
+        return spaces.get(collection, "text")
+
     with clock.stage("embed"):
-        vectors = query_embed(question=question, text=tools.text, clip=tools.clip)
+        vectors = query_embed(
+            question=question, texts={space: tools.embedder(space) for space in text_spaces}, clip=tools.clip
+        )
     with clock.stage("vector_search", k=params.seeds.k_chunks) as span:
         hits = seeds_search(vectors=vectors, limits=params.seeds, collections=collections, search=tools.search)
         if params.mode == "graph" and params.lexical.k:
@@ -178,10 +206,10 @@ def retrieve(*, question: str, collections: Scope, tools: RetrievalTools, params
                 driver=tools.driver, question=question, collections=collections, params=params.lexical
             )
             hits = seeds_fuse(
-                dense=hits, lexical=found, query_vector=vectors["text"], stored_vectors=tools.stored_vectors
+                dense=hits, lexical=found, query_vectors=vectors, stored_vectors=tools.stored_vectors, space_of=space_of
             )
         span_set(span, hits=len(hits))
-    seeds = Seeds(text_vector=vectors["text"], hits=tuple(hits))
+    seeds = Seeds(text_vector=vectors[text_spaces[0]], hits=tuple(hits))
     # The entity names were found meanwhile in a helper thread; analysis counts its own time and this wait.
     waited = time.perf_counter()
     analysis = dataclasses.replace(analysis, entities=pending.result())
@@ -190,9 +218,9 @@ def retrieve(*, question: str, collections: Scope, tools: RetrievalTools, params
     analysis = dataclasses.replace(analysis, linked=tuple((entity.entity_id, entity.name) for entity in linked))
     shortlisted, stats = _expand(clock, tools, params, seeds, linked, collections)
     with clock.stage("rerank", k=len(shortlisted)):
-        attach_vectors(shortlisted, tools.stored_vectors, tools.text.embed_documents)
+        attach_vectors(shortlisted, tools.stored_vectors, lambda space: tools.embedder(space).embed_documents, space_of)
         scores = rerank_scores(
-            question=question, query_vector=vectors["text"], candidates=shortlisted, reranker=tools.reranker
+            question=question, query_vectors=vectors, candidates=shortlisted, reranker=tools.reranker
         )
         graph = params.mode == "graph"
         ranked = rerank_apply(

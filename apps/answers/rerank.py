@@ -22,7 +22,8 @@ first-hop look-alikes; the graph path from the passage that names it is the evid
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections import defaultdict
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -30,35 +31,52 @@ import numpy.typing as npt
 
 from apps.answers.types import Candidate
 from apps.models.interfaces import Reranker
+from apps.vectors.spaces import space_score
 
-StoredVectors = Callable[[Sequence[str]], dict[str, npt.NDArray[np.float32]]]
+# Stored vectors of units, by unit id, looked up in one text space.
+StoredVectors = Callable[[Sequence[str], str], dict[str, npt.NDArray[np.float32]]]
 Embed = Callable[[Sequence[str]], npt.NDArray[np.float32]]
+QueryVectors = Mapping[str, npt.NDArray[np.float32]]  # the question's vector in each text space
 
 
-def attach_vectors(candidates: Sequence[Candidate], stored: StoredVectors, embed: Embed) -> None:
-    """Give each candidate its text-space vector: the stored one, else (an index that cannot
-    return its vectors, a unit added since) its text embedded now."""
-    found = stored([candidate.node_id for candidate in candidates])
-    missing = [c for c in candidates if c.node_id not in found and c.text.strip()]
-    if missing:
-        found.update(zip((c.node_id for c in missing), embed([c.text for c in missing]), strict=True))
+def attach_vectors(
+    candidates: Sequence[Candidate],
+    stored: StoredVectors,
+    embed: Callable[[str], Embed],
+    space_of: Callable[[str], str] = lambda _collection: "text",
+) -> None:
+    """Give each candidate its text space (its collection's: ``space_of``) and its vector there: the
+    stored one, else (an index that cannot return its vectors, a unit added since) its text embedded
+    now by that space's ``embed``."""
+    by_space: dict[str, list[Candidate]] = defaultdict(list)
     for candidate in candidates:
-        candidate.vector = found.get(candidate.node_id)
+        candidate.space = space_of(candidate.collection)
+        by_space[candidate.space].append(candidate)
+    for space, members in by_space.items():
+        found = stored([candidate.node_id for candidate in members], space)
+        missing = [c for c in members if c.node_id not in found and c.text.strip()]
+        if missing:
+            found.update(zip((c.node_id for c in missing), embed(space)([c.text for c in missing]), strict=True))
+        for candidate in members:
+            candidate.vector = found.get(candidate.node_id)
 
 
 def rerank_scores(
     *,
     question: str,
-    query_vector: npt.NDArray[np.float32],
+    query_vectors: QueryVectors,
     candidates: Sequence[Candidate],
     reranker: Reranker | None,
 ) -> list[float]:
-    """One relevance score per candidate: a cross-encoder's when ``reranker`` is given, else
-    the cosine of stored vectors (a candidate without one keeps its seed similarity)."""
+    """One relevance score per candidate: a cross-encoder's when ``reranker`` is given, else the
+    cosine of its stored vector with the question's in its space, on the text space's scale
+    (``space_score``; a candidate without a vector keeps its seed similarity)."""
     if reranker is not None:
         return reranker.rerank(question, [candidate.text for candidate in candidates])
     return [
-        float(candidate.vector @ query_vector) if candidate.vector is not None else candidate.seed_score
+        space_score(candidate.space, float(candidate.vector @ query_vectors[candidate.space]))
+        if candidate.vector is not None and candidate.space in query_vectors
+        else candidate.seed_score
         for candidate in candidates
     ]
 

@@ -34,7 +34,7 @@ def dynamic_k(entropy: float, params: SelectionParams) -> int:
 def _near_duplicate(candidate: Candidate, kept: Sequence[Candidate], threshold: float) -> bool:
     if candidate.vector is None:
         return any(other.text == candidate.text and other.text for other in kept)
-    kept_vectors = [other.vector for other in kept if other.vector is not None]
+    kept_vectors = [other.vector for other in kept if other.vector is not None and other.space == candidate.space]
     return bool(kept_vectors) and float(np.max(np.stack(kept_vectors) @ candidate.vector)) >= threshold
 
 

@@ -22,6 +22,7 @@ from apps.ingest.extraction import DEFAULT_MODEL
 from apps.models import registry
 from apps.models.rerank import EmbeddingReranker
 from apps.vectors.services import vectors_get, vectors_search
+from apps.vectors.spaces import collection_spaces
 
 if TYPE_CHECKING:
     from transformers import PreTrainedTokenizerBase
@@ -118,8 +119,10 @@ def default_tools() -> RetrievalTools:
         tokenize=tokenizer.tokenize,
         count_tokens=token_counter(tokenizer),
         search=vectors_search,
-        stored_vectors=lambda ids: vectors_get(space="text", node_ids=list(ids)),
+        stored_vectors=lambda ids, space: vectors_get(space=space, node_ids=list(ids)),
         ner_model=DEFAULT_MODEL,
+        space_embedder=registry.space_embedder,
+        collection_spaces=collection_spaces,
     )
     _freeze_heap()
     return tools

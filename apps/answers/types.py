@@ -100,6 +100,7 @@ class Candidate:
     image_path: str = ""
     sentences: tuple[tuple[int, int], ...] = ()
     vector: npt.NDArray[np.float32] | None = None
+    space: str = "text"  # the text space ``vector`` is in (its collection's: apps/vectors/spaces.py)
 
     @property
     def kind(self) -> str:

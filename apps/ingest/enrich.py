@@ -12,7 +12,7 @@ replaced ones.
 from __future__ import annotations
 
 import io
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,50 +25,67 @@ from apps.models.interfaces import ClipEmbedder, ImageTagger, TextEmbedder, Vect
 from apps.vectors.config import space_config
 from apps.vectors.errors import IndexMismatch
 from apps.vectors.services import vectors_add, vectors_remove
-from apps.vectors.types import VectorItem
+from apps.vectors.types import SPACES, VectorItem
 
-TEXT, CLIP = "text", "clip"
+TEXT, MTEXT, CLIP = "text", "mtext", "clip"
 
 
 @dataclass(frozen=True)
 class ModelSet:
-    """The models one ingestion run uses; ``clip`` is None when the CLIP space is off."""
+    """The models one ingestion run uses; ``clip`` is None when the CLIP space is off. ``mtext`` loads
+    the multilingual space's embedder, on the first batch of a collection in that space."""
 
     text: TextEmbedder
     tagger: ImageTagger
     clip: ClipEmbedder | None
+    mtext: Callable[[], TextEmbedder] | None = None
+
+    def text_for(self, space: str) -> TextEmbedder:
+        """The embedder of a text space (apps/vectors/spaces.py)."""
+        if space == TEXT:
+            return self.text
+        if space != MTEXT or self.mtext is None:
+            raise IndexMismatch(f"no embedder for the {space} space in this ingestion")
+        embedder = self.mtext()
+        models_check_space(MTEXT, embedder)
+        return embedder
 
 
 def default_models() -> ModelSet:
     """The configured profile's models, loaded once per process on first use."""
-    from apps.models.registry import clip_embedder, image_tagger, text_embedder
+    from apps.models.registry import clip_embedder, image_tagger, space_embedder, text_embedder
 
-    models = ModelSet(text=text_embedder(), tagger=image_tagger(), clip=clip_embedder())
+    models = ModelSet(
+        text=text_embedder(), tagger=image_tagger(), clip=clip_embedder(), mtext=lambda: space_embedder(MTEXT)
+    )
     models_check(models)
     return models
 
 
+def models_check_space(space: str, embedder: TextEmbedder | ClipEmbedder) -> None:
+    """Refuse a model whose vectors do not belong in ``space`` (never store garbage)."""
+    config = space_config(space)
+    if (embedder.name, embedder.dim) != (config.model, config.dim):
+        raise IndexMismatch(
+            f"the {space} space holds {config.model} vectors ({config.dim}-d) but the model is {embedder.name} "
+            f"({embedder.dim}-d): set VECTORS_{space.upper()}_MODEL / VECTORS_{space.upper()}_DIM to match, "
+            f"then run `manage.py vectors rebuild --space {space}`"
+        )
+
+
 def models_check(models: ModelSet) -> None:
-    """Refuse models whose vectors do not belong in the configured spaces (never store garbage)."""
-    embedders: list[tuple[str, TextEmbedder | ClipEmbedder]] = [(TEXT, models.text)]
+    """Refuse models whose vectors do not belong in the configured spaces."""
+    models_check_space(TEXT, models.text)
     if models.clip is not None:
-        embedders.append((CLIP, models.clip))
-    for space, embedder in embedders:
-        config = space_config(space)
-        if (embedder.name, embedder.dim) != (config.model, config.dim):
-            raise IndexMismatch(
-                f"the {space} space holds {config.model} vectors ({config.dim}-d) but the model is {embedder.name} "
-                f"({embedder.dim}-d): set VECTORS_{space.upper()}_MODEL / VECTORS_{space.upper()}_DIM to match, "
-                f"then run `manage.py vectors rebuild --space {space}`"
-            )
+        models_check_space(CLIP, models.clip)
 
 
 @dataclass
 class UnitVectors:
     """Vectors of one document's units, per space, ready to be stored once the document is written."""
 
-    items: dict[str, list[VectorItem]] = field(default_factory=lambda: {TEXT: [], CLIP: []})
-    vectors: dict[str, list[Vectors]] = field(default_factory=lambda: {TEXT: [], CLIP: []})
+    items: dict[str, list[VectorItem]] = field(default_factory=lambda: {space: [] for space in SPACES})
+    vectors: dict[str, list[Vectors]] = field(default_factory=lambda: {space: [] for space in SPACES})
 
 
 def _pil(data: bytes) -> Image.Image:
@@ -94,10 +111,12 @@ def units_embed(
     models: ModelSet,
     collection: str,
     documents: Sequence[tuple[Sequence[Unit], Sequence[ParsedImage], Sequence[dict[str, Any]]]],
+    space: str = TEXT,
 ) -> list[UnitVectors]:
-    """Embed every document's units in one call per space; one ``UnitVectors`` per document."""
+    """Embed every document's units in one call per space (their texts in the collection's text
+    ``space``); one ``UnitVectors`` per document."""
     texts = [unit.text for units, _, _ in documents for unit in units]
-    text_vectors: Iterator[Vectors] = iter(models.text.embed_documents(texts) if texts else [])
+    text_vectors: Iterator[Vectors] = iter(models.text_for(space).embed_documents(texts) if texts else [])
     pictures = [image for _, images, _ in documents for image in images]
     clip_vectors: Iterator[Vectors] = iter(
         models.clip.embed_images([_pil(image.data) for image in pictures]) if models.clip and pictures else []
@@ -106,8 +125,8 @@ def units_embed(
     for units, images, rows in documents:
         found = UnitVectors()
         for unit in units:
-            found.items[TEXT].append(VectorItem(unit.id, unit.label, collection))
-            found.vectors[TEXT].append(next(text_vectors))
+            found.items[space].append(VectorItem(unit.id, unit.label, collection))
+            found.vectors[space].append(next(text_vectors))
         if models.clip is not None:
             for _, row in zip(images, rows, strict=True):
                 found.items[CLIP].append(VectorItem(row["id"], "Image", collection))
@@ -116,8 +135,8 @@ def units_embed(
     return results
 
 
-def vector_spaces(models: ModelSet) -> tuple[str, ...]:
-    return (TEXT, CLIP) if models.clip is not None else (TEXT,)
+def vector_spaces(models: ModelSet, text_space: str = TEXT) -> tuple[str, ...]:
+    return (text_space, CLIP) if models.clip is not None else (text_space,)
 
 
 def unit_vectors_store(*, spaces: Sequence[str], added: Sequence[UnitVectors], removed_units: Sequence[str]) -> None:

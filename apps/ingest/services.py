@@ -21,6 +21,7 @@ from django.db import transaction
 from neo4j import Driver
 
 from apps.accounts.services import collection_ensure
+from apps.core.language import main_language
 from apps.graph.writer import document_graph_delete, documents_graph_write, documents_in_graph
 from apps.ingest.chunking import chunk_text
 from apps.ingest.enrich import (
@@ -45,6 +46,7 @@ from apps.ledger.content import Content, document_content, document_subject, tex
 from apps.ledger.graph import document_contents
 from apps.ledger.services import Change, entries_append, subjects_latest
 from apps.vectors.config import spaces_in_use
+from apps.vectors.spaces import collection_space_settle
 
 logger = logging.getLogger(__name__)
 
@@ -112,6 +114,7 @@ class _Batch:
     outcomes: dict[int, FileOutcome]
     extraction: PendingExtraction | None = None
     name_vectors: list[dict[str, Any]] = field(default_factory=list)  # entities' names to store, embedded
+    space: str = "text"  # the collection's text space (apps/vectors/spaces.py), settled when embedded
 
     def conflicts_with(self, parsed: Sequence[ParsedDocument]) -> bool:
         """Whether ``parsed`` repeats a path or the content of a document of this batch."""
@@ -180,11 +183,14 @@ def _batch_analyse(*, batch: _Batch, timer: StageTimer) -> None:
 def _batch_embed(*, tools: _Tools, batch: _Batch) -> None:
     """Embed an analysed batch's units (this thread: the encoder)."""
     items = list(batch.pending.values())
+    sizes = ((str(item.graph.document.get("language", "und")), item.parsed.size) for item in items if item.graph)
+    batch.space = collection_space_settle(batch.collection, main_language(sizes))
     with tools.timer.stage("embed"):
         embedded = units_embed(
             models=tools.models,
             collection=batch.collection,
             documents=[(item.units, item.parsed.images, item.images) for item in items],
+            space=batch.space,
         )
     for item, vectors in zip(items, embedded, strict=True):
         item.vectors = vectors
@@ -225,7 +231,7 @@ def _batch_finish(*, tools: _Tools, batch: _Batch, written: _Written) -> list[Fi
         _record(driver=tools.driver, collection=batch.collection, pending=done, actor=tools.actor)
     with timer.stage("index_write"):
         unit_vectors_store(
-            spaces=vector_spaces(tools.models),
+            spaces=vector_spaces(tools.models, batch.space),
             added=[item.vectors for item in done if item.vectors is not None],
             removed_units=removed_units,
         )

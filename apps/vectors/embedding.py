@@ -27,9 +27,9 @@ def _model_registry(role: str) -> Any:
         raise EmbedderUnavailable(f"no {role} embedding model is available ({exc})") from exc
 
 
-def default_text_embed() -> EmbedFn:
-    """The configured text embedding model's ``embed_documents`` (from ``apps.models``)."""
-    embedder = _model_registry("text").text_embedder()
+def default_text_embed(space: str = "text") -> EmbedFn:
+    """The ``embed_documents`` of a text space's embedding model (from ``apps.models``)."""
+    embedder = _model_registry("text").space_embedder(space)
     logger.info("text embeddings from %s (%s dimensions)", type(embedder).__name__, getattr(embedder, "dim", "?"))
     return cast(EmbedFn, embedder.embed_documents)
 

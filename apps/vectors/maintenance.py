@@ -23,6 +23,7 @@ from apps.vectors.graph import Unit, graph_units, graph_units_by_id
 from apps.vectors.ids import vector_id
 from apps.vectors.registry import vector_registry
 from apps.vectors.services import vectors_add, vectors_remove
+from apps.vectors.spaces import collection_space_set, collection_spaces
 from apps.vectors.store import store_changed_after, store_clear, store_ids
 from apps.vectors.types import EmbedFn, SpaceConfig, VectorItem
 
@@ -95,6 +96,38 @@ def vectors_rebuild(*, driver: Driver, space: str, embed: EmbedFn, batch_size: i
     report = RebuildReport(space, index.index_type, sum(labels.values()), dict(labels),
                            round(time.perf_counter() - started, 2))  # fmt: skip
     logger.info("rebuilt %s vectors: %d in %.1fs", space, report.count, report.seconds)
+    return report
+
+
+@dataclass(frozen=True)
+class RespaceReport:
+    collection: str
+    before: str
+    after: str
+    moved: int
+    seconds: float
+
+
+def collection_respace(
+    *, driver: Driver, collection: str, space: str, embed: EmbedFn, batch_size: int = 256
+) -> RespaceReport:
+    """Move a collection's texts to another text space: it is put there, its vectors leave the old
+    space and its units are embedded into the new one from the graph (the other collections are not
+    touched). Until it finishes, searches find the units re-embedded so far."""
+    started = time.perf_counter()
+    before = collection_spaces([collection])[collection]
+    collection_space_set(collection, space)
+    if before != space:
+        vectors_remove(space=before, node_ids=store_ids(before, {collection}).values())
+    moved = 0
+    config = space_config(check_space(space))
+    for batch in _batches(
+        graph_units(driver=driver, space=space, with_content=True, collections={collection}), batch_size
+    ):
+        _add_units(config, batch, embed)
+        moved += len(batch)
+    report = RespaceReport(collection, before, space, moved, round(time.perf_counter() - started, 2))
+    logger.info("collection %s: %s -> %s, %d vectors in %.1fs", collection, before, space, moved, report.seconds)
     return report
 
 

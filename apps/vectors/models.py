@@ -48,3 +48,16 @@ class StoredVector(models.Model):
 
     def __str__(self) -> str:
         return f"{self.space} vector of {self.node_id}"
+
+
+class CollectionSpace(models.Model):
+    """Which text space holds a collection's texts ("text" or "mtext"), settled when its first
+    documents are written (apps/vectors/spaces.py); a collection without a row is in "text"."""
+
+    collection = models.CharField(primary_key=True, max_length=200)
+    space = models.CharField(max_length=16)
+    language = models.CharField(max_length=8, blank=True, default="")  # what auto decided on
+    decided_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return f"{self.collection} in {self.space}"

@@ -9,7 +9,9 @@ from typing import NamedTuple
 import numpy as np
 import numpy.typing as npt
 
-SPACES = ("text", "clip")
+SPACES = ("text", "mtext", "clip")
+# The spaces of texts: a collection's chunks, rows and image texts are in one of them (its text space).
+TEXT_SPACES = ("text", "mtext")
 LABELS = ("Chunk", "Row", "Image")
 INDEX_TYPES = ("flat", "hnsw", "ivfpq")
 

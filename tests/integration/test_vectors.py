@@ -44,7 +44,7 @@ def vector_settings(tmp_path: Path, settings: Settings, monkeypatch: pytest.Monk
     settings.VECTORS_TEXT_DIM = DIM
     settings.VECTORS_TEXT_MODEL = "hashing-fake"
     settings.VECTORS_TEXT_INDEX = "hnsw"
-    monkeypatch.setattr(embedding, "default_text_embed", lambda: embed)
+    monkeypatch.setattr(embedding, "default_text_embed", lambda space="text": embed)
     vector_registry_reset()
     yield
     vector_registry_reset()

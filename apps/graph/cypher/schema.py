@@ -67,11 +67,12 @@ SCHEMA_INDEXES: tuple[tuple[str, str], ...] = (
     ),
     # The same text for questions written without spaces between words (Chinese, Japanese, Korean):
     # Lucene's cjk analyzer indexes overlapping character pairs, where the english one sees single
-    # characters (apps/answers/lexical.py picks the index by the question's script).
+    # characters (apps/answers/lexical.py picks the index by the question's script). Neo4j keeps one
+    # full-text index per labels and properties, so this one also spans the unit's language code.
     (
         "unit_text_cjk_fulltext",
-        "CREATE FULLTEXT INDEX unit_text_cjk_fulltext IF NOT EXISTS FOR (n:Chunk|Row|Image) ON EACH [n.text]"
-        " OPTIONS {indexConfig: {`fulltext.analyzer`: 'cjk'}}",
+        "CREATE FULLTEXT INDEX unit_text_cjk_fulltext IF NOT EXISTS"
+        " FOR (n:Chunk|Row|Image) ON EACH [n.text, n.language] OPTIONS {indexConfig: {`fulltext.analyzer`: 'cjk'}}",
     ),
 )
 

@@ -160,7 +160,7 @@ def fake_tools(driver: RecordingDriver, searched: list[Any]) -> RetrievalTools:
         tokenize=str.split,
         count_tokens=lambda text: len(text.split()),
         search=search,
-        stored_vectors=lambda ids: {},
+        stored_vectors=lambda ids, space: {},
     )
 
 

@@ -42,11 +42,12 @@ def test_lexical_hits_join_the_dense_seeds_scored_by_their_stored_vectors() -> N
     stored = {"x": _unit([0.6, 0.8])}
     asked: list[list[str]] = []
 
-    def stored_vectors(ids: Any) -> dict[str, np.ndarray]:
+    def stored_vectors(ids: Any, space: str) -> dict[str, np.ndarray]:
+        assert space == "text"
         asked.append(list(ids))
         return {node_id: stored[node_id] for node_id in ids if node_id in stored}
 
-    fused = seeds_fuse(dense=dense, lexical=hits, query_vector=query, stored_vectors=stored_vectors)
+    fused = seeds_fuse(dense=dense, lexical=hits, query_vectors={"text": query}, stored_vectors=stored_vectors)
     assert [seed.node_id for seed in fused] == ["a", "x", "b", "gone"]
     by_id = {seed.node_id: seed for seed in fused}
     assert by_id["a"].lexical == 0.0 and by_id["a"].space == "text"
@@ -58,7 +59,10 @@ def test_lexical_hits_join_the_dense_seeds_scored_by_their_stored_vectors() -> N
 
 def test_no_lexical_hits_leave_the_dense_seeds_as_they_are() -> None:
     dense = [Seed("a", "Chunk", 0.9, "text")]
-    assert seeds_fuse(dense=dense, lexical=[], query_vector=_unit([1.0]), stored_vectors=lambda ids: {}) == dense
+    fused = seeds_fuse(
+        dense=dense, lexical=[], query_vectors={"text": _unit([1.0])}, stored_vectors=lambda ids, space: {}
+    )
+    assert fused == dense
 
 
 def test_lexical_search_asks_the_index_for_more_when_a_scope_filters_it(monkeypatch: pytest.MonkeyPatch) -> None:

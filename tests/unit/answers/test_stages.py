@@ -223,7 +223,7 @@ def cand(node_id: str, vector: list[float] | None, *, graph: float = 0.0, text: 
 def test_rerank_uses_stored_vectors_and_blends_the_graph_score() -> None:
     query = unit([1, 0, 0])
     candidates = [cand("a", [1, 0, 0]), cand("b", [0, 1, 0], graph=1.0), cand("c", None)]
-    scores = rerank_scores(question="q", query_vector=query, candidates=candidates, reranker=None)
+    scores = rerank_scores(question="q", query_vectors={"text": query}, candidates=candidates, reranker=None)
     assert scores == pytest.approx([1.0, 0.0, 0.1])
     ranked = rerank_apply(candidates, scores, graph_weight=0.5)
     assert [c.node_id for c in ranked] == ["a", "b", "c"]
@@ -276,7 +276,9 @@ class FixedReranker:
 
 def test_a_reranker_scores_the_texts() -> None:
     candidates = [cand("a", [1, 0], text="xx"), cand("b", [1, 0], text="xxxx")]
-    assert rerank_scores(question="q", query_vector=unit([1, 0]), candidates=candidates, reranker=FixedReranker()) == [
+    assert rerank_scores(
+        question="q", query_vectors={"text": unit([1, 0])}, candidates=candidates, reranker=FixedReranker()
+    ) == [
         2.0,
         4.0,
     ]

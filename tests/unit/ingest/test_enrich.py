@@ -88,3 +88,24 @@ def test_a_model_that_does_not_match_its_space_is_refused(settings: Settings) ->
         models_check(ModelSet(text=FakeText("multilingual-e5-small"), tagger=FakeTagger(), clip=None))
     with pytest.raises(IndexMismatch, match="1024-d"):
         models_check(ModelSet(text=FakeText(dim=1024), tagger=FakeTagger(), clip=None))
+
+
+def test_a_multilingual_collections_units_go_to_the_mtext_space_with_its_embedder(settings: Settings) -> None:
+    settings.VECTORS_MTEXT_MODEL, settings.VECTORS_MTEXT_DIM = "multilingual-e5-small", 384
+    loads: list[str] = []
+
+    def multilingual() -> FakeText:
+        loads.append("e5")
+        return FakeText("multilingual-e5-small")
+
+    models = ModelSet(text=FakeText(dim=8), tagger=FakeTagger(), clip=None, mtext=multilingual)
+    [embedded] = units_embed(
+        models=models, collection="zh-docs", documents=[([Unit("Chunk", "c1", "四个字符")], [], [])], space="mtext"
+    )
+    assert embedded.items[TEXT] == [] and [item.node_id for item in embedded.items["mtext"]] == ["c1"]
+    assert embedded.vectors["mtext"][0].shape == (384,) and loads == ["e5"]
+    with pytest.raises(IndexMismatch, match="no embedder for the mtext space"):
+        ModelSet(text=FakeText(), tagger=FakeTagger(), clip=None).text_for("mtext")
+    wrong = ModelSet(text=FakeText(), tagger=FakeTagger(), clip=None, mtext=lambda: FakeText("all-MiniLM-L6-v2"))
+    with pytest.raises(IndexMismatch, match="the mtext space holds multilingual-e5-small"):
+        wrong.text_for("mtext")

@@ -27,7 +27,7 @@ def test_without_the_models_app_the_default_embedder_is_unavailable(monkeypatch:
         default_text_embed()
 
 
-def test_the_default_embedder_is_the_models_apps_text_embedder(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_default_embedder_is_the_models_apps_embedder_of_the_space(monkeypatch: pytest.MonkeyPatch) -> None:
     class Embedder:
         dim = 8
 
@@ -35,9 +35,17 @@ def test_the_default_embedder_is_the_models_apps_text_embedder(monkeypatch: pyte
             return hashing_embed(texts, 8)
 
     module = types.ModuleType("apps.models.registry")
-    module.text_embedder = Embedder  # type: ignore[attr-defined]
+    asked: list[str] = []
+
+    def space_embedder(space: str) -> Embedder:
+        asked.append(space)
+        return Embedder()
+
+    module.space_embedder = space_embedder  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "apps.models.registry", module)
     assert default_text_embed()(["one", "two"]).shape == (2, 8)
+    assert default_text_embed("mtext")(["one"]).shape == (1, 8)
+    assert asked == ["text", "mtext"]
 
 
 def test_an_embedder_of_another_dimension_is_refused_with_the_fix() -> None:

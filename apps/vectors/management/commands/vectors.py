@@ -8,15 +8,15 @@ from apps.graph.driver import get_driver
 from apps.vectors import embedding
 from apps.vectors.config import spaces_in_use
 from apps.vectors.errors import VectorIndexError
-from apps.vectors.maintenance import CheckReport, vectors_check, vectors_rebuild
+from apps.vectors.maintenance import CheckReport, collection_respace, vectors_check, vectors_rebuild
 from apps.vectors.services import vectors_info
 from apps.vectors.store import store_head, store_prune
-from apps.vectors.types import SPACES, EmbedFn
+from apps.vectors.types import SPACES, TEXT_SPACES, EmbedFn
 
 
 def _embedder(space: str) -> EmbedFn:
     try:
-        return embedding.default_text_embed() if space == "text" else embedding.default_clip_embed()
+        return embedding.default_clip_embed() if space == "clip" else embedding.default_text_embed(space)
     except VectorIndexError as exc:
         raise CommandError(str(exc)) from exc
 
@@ -48,6 +48,13 @@ class Command(ProjectCommand):
         prune.add_argument(
             "--keep", type=int, default=10000, help="changes whose tombstones stay (a copy further behind rebuilds)"
         )
+        respace = actions.add_parser(
+            "respace", help="move a collection's texts to another text space (re-embeds that collection only)"
+        )
+        respace.add_argument("--collection", required=True)
+        respace.add_argument(
+            "--space", choices=TEXT_SPACES, required=True, help="text (English) or mtext (any language)"
+        )
         info = actions.add_parser("info", help="what this host's copy and the store hold")
         info.add_argument("--space", choices=SPACES, action="append", dest="spaces")
         info.add_argument("--json", action="store_true")
@@ -64,6 +71,18 @@ class Command(ProjectCommand):
         self.stdout.write(
             self.style.SUCCESS(
                 f"rebuilt {space} vectors: {report.count} ({report.index_type}) in {report.seconds}s {report.labels}"
+            )
+        )
+
+    def _respace(self, options: dict[str, Any]) -> None:
+        space = options["space"]
+        report = collection_respace(
+            driver=get_driver(), collection=options["collection"], space=space, embed=_embedder(space)
+        )
+        self.stdout.write(
+            self.style.SUCCESS(
+                f"collection {report.collection}: {report.before} -> {report.after}, "
+                f"{report.moved} vectors in {report.seconds}s"
             )
         )
 
