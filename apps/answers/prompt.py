@@ -96,13 +96,17 @@ def _terms(text: str) -> list[str]:
     return [word[:6] for word in words(text) if word not in STOPWORDS and len(word) > 1]
 
 
+SENTENCE_ENDS = ".!?:;\"'”)。！？；：，」』）"  # noqa: RUF001 - a title ends with none of them
+TITLE_WORDS = 12  # a title line has at most this many words (Chinese ones as rjieba cuts them)
+
+
 def _title_line(source: Source) -> str:
     """The source's title line when its first sentence is one (short, no final punctuation), else ""."""
     if source.kind != "chunk" or len(source.sentences) < 2:
         return ""
     start, end = source.sentences[0]
     first = source.text[start:end].strip()
-    if not first or first[-1] in ".!?:;\"'”)" or len(first.split()) > 12:
+    if not first or first[-1] in SENTENCE_ENDS or len(words(first)) > TITLE_WORDS:
         return ""
     return first
 

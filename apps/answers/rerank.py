@@ -30,6 +30,7 @@ import numpy as np
 import numpy.typing as npt
 
 from apps.answers.types import Candidate
+from apps.core.language import CJK_MAJORITY, cjk_share, same_script
 from apps.models.interfaces import Reranker
 from apps.vectors.spaces import space_score
 
@@ -70,11 +71,17 @@ def rerank_scores(
 ) -> list[float]:
     """One relevance score per candidate: a cross-encoder's when ``reranker`` is given, else the
     cosine of its stored vector with the question's in its space, on the text space's scale
-    (``space_score``; a candidate without a vector keeps its seed similarity)."""
+    (``space_score``, by the candidate's script and the question's; a candidate without a vector
+    keeps its seed similarity)."""
     if reranker is not None:
         return reranker.rerank(question, [candidate.text for candidate in candidates])
     return [
-        space_score(candidate.space, float(candidate.vector @ query_vectors[candidate.space]))
+        space_score(
+            candidate.space,
+            float(candidate.vector @ query_vectors[candidate.space]),
+            cjk=cjk_share(candidate.text) >= CJK_MAJORITY,
+            cross_script=not same_script(question, candidate.text),
+        )
         if candidate.vector is not None and candidate.space in query_vectors
         else candidate.seed_score
         for candidate in candidates

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from apps.answers.answer_text import short_answer
 from apps.answers.prompt import STOPWORDS
 from apps.answers.types import Source
-from apps.core.language import CJK_MAJORITY, cjk_share, has_cjk, words
+from apps.core.language import CJK_MAJORITY, cjk_share, has_cjk, same_script, words
 
 WORD = re.compile(r"\w+", re.UNICODE)
 YES_NO = frozenset({"yes", "no"})
@@ -69,17 +69,10 @@ def word_coverage(words: Sequence[str], text: str) -> float:
     return sum(len(word) for word in words if word[:STEM] in present) / total
 
 
-def same_script(question: str, text: str) -> bool:
-    """Whether the question and the sources are written the same way: both mostly in Chinese, Japanese
-    or Korean characters, or both not. Across scripts (an English question over Chinese sources) the
-    question's words cannot be looked for in the sources' text."""
-    return (cjk_share(question) >= CJK_MAJORITY) == (cjk_share(text) >= CJK_MAJORITY)
-
-
 def evidence_measure(question: str, sources: Sequence[Source]) -> Evidence:
     """The retrieval's two signals for ``question`` over ``sources`` (all of each source's text); the
-    coverage is 1.0 when the question and the sources are in different scripts (``same_script``):
-    the similarity decides alone then."""
+    coverage is 1.0 when the question and the sources are in different scripts (``same_script``: an
+    English question's words cannot be looked for in Chinese text): the similarity decides alone then."""
     chunks = [source for source in sources if source.kind != "image"]
     similarity = max((source.rerank_score for source in sources), default=0.0)
     text = "\n".join(source.text for source in chunks)

@@ -57,6 +57,12 @@ def cjk_share(text: str) -> float:
     return len(_CJK_CHAR.findall(text)) / letters if letters else 0.0
 
 
+def same_script(first: str, second: str) -> bool:
+    """Whether two texts are written the same way: both mostly in Chinese, Japanese or Korean
+    characters, or both not."""
+    return (cjk_share(first) >= CJK_MAJORITY) == (cjk_share(second) >= CJK_MAJORITY)
+
+
 def has_cjk(text: str) -> bool:
     return _CJK_CHAR.search(text) is not None
 

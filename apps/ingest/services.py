@@ -21,7 +21,7 @@ from django.db import transaction
 from neo4j import Driver
 
 from apps.accounts.services import collection_ensure
-from apps.core.language import main_language
+from apps.core.language import CJK_MAJORITY, cjk_share, main_language
 from apps.graph.writer import document_graph_delete, documents_graph_write, documents_in_graph
 from apps.ingest.chunking import chunk_text
 from apps.ingest.enrich import (
@@ -61,6 +61,11 @@ class FileOutcome:
     counts: dict[str, int] = field(default_factory=dict)
     error_code: str | None = None
     error: str | None = None
+
+
+CJK_CHUNK_SHARE = 1 / 3  # the share of INGEST_CHUNK_SIZE (and _OVERLAP) a text in CJK characters gets
+CJK_SAMPLE_CHARS = 20_000  # enough of a text to tell its script
+MIN_CHUNK_CHARS = 100
 
 
 @functools.cache
@@ -152,10 +157,14 @@ def _batch_start(*, tools: _Tools, parsed: Sequence[ParsedDocument], collection:
         )
     for item in batch.pending.values():
         with timer.stage("chunk"):
+            # Chinese (and Japanese, Korean) carries about one token per character, English one per
+            # four or five: such text is cut into chunks of a third of the characters, so that a chunk
+            # holds about as many tokens (the encoders read 512 at most).
+            share = CJK_CHUNK_SHARE if cjk_share(item.parsed.text[:CJK_SAMPLE_CHARS]) >= CJK_MAJORITY else 1
             chunks = chunk_text(
                 item.parsed.text,
-                size=settings.INGEST_CHUNK_SIZE,
-                overlap=settings.INGEST_CHUNK_OVERLAP,
+                size=max(MIN_CHUNK_CHARS, round(settings.INGEST_CHUNK_SIZE * share)),
+                overlap=round(settings.INGEST_CHUNK_OVERLAP * share),
                 pages=item.parsed.pages,
             )
         item.graph, item.units = build_structure(

@@ -72,8 +72,14 @@ def text_spaces_of(collections: Iterable[str] | None) -> tuple[str, ...]:
     return tuple(space for space in TEXT_SPACES if space in used) or (TEXT,)
 
 
-def space_score(space: str, cosine: float) -> float:
-    """A cosine of ``space`` on the text space's scale (VECTORS_MTEXT_SCALE and _OFFSET for mtext)."""
-    if space == MULTILINGUAL:
-        return settings.VECTORS_MTEXT_SCALE * cosine + settings.VECTORS_MTEXT_OFFSET
-    return cosine
+def space_score(space: str, cosine: float, *, cjk: bool = False, cross_script: bool = False) -> float:
+    """A cosine of ``space`` on the text space's scale. e5's cosines run higher for Chinese passages and
+    lower for a question in another script than its passage, so mtext has three maps: across scripts
+    (VECTORS_MTEXT_CROSS_*), a Chinese passage (VECTORS_MTEXT_CJK_*), and the rest (VECTORS_MTEXT_*)."""
+    if space != MULTILINGUAL:
+        return cosine
+    if cross_script:
+        return settings.VECTORS_MTEXT_CROSS_SCALE * cosine + settings.VECTORS_MTEXT_CROSS_OFFSET
+    if cjk:
+        return settings.VECTORS_MTEXT_CJK_SCALE * cosine + settings.VECTORS_MTEXT_CJK_OFFSET
+    return settings.VECTORS_MTEXT_SCALE * cosine + settings.VECTORS_MTEXT_OFFSET

@@ -56,7 +56,8 @@ def test_each_collection_is_searched_in_its_own_space(empty_graph: Driver) -> No
     for question in ("黑豹队的防守丢了多少分？", "How many points did the Panthers defense give up?"):
         found = retrieve(question=question, collections=["zh-docs", "en-docs"], tools=tools, params=params)
         best = found.candidates[0]
-        assert best.collection == "zh-docs" and best.space == "mtext" and "308" in best.text, question
+        ranked = [(c.collection, c.space, round(c.rerank_score or 0, 3), round(c.score, 3)) for c in found.candidates]
+        assert best.collection == "zh-docs" and best.space == "mtext" and "308" in best.text, (question, ranked)
     moss = retrieve(question="Who was the first president of the Moss Society?", collections=["zh-docs", "en-docs"],
                     tools=tools, params=params)  # fmt: skip
     assert moss.candidates[0].collection == "en-docs" and moss.candidates[0].space == "text"

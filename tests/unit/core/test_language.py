@@ -79,3 +79,16 @@ def test_chinese_names_come_from_rjieba_tags_with_their_offsets() -> None:
     assert {("马云", "PERSON"), ("杭州", "GPE"), ("阿里巴巴公司", "ORG")} <= found
     assert extraction.relations and all(relation.predicate is None for relation in extraction.relations)
     assert [ZH[start:end][-1] for start, end in extraction.sentences][-2:] == ["。", "。"]
+
+
+def test_a_chinese_first_sentence_is_evidence_not_a_title_line() -> None:
+    text = "黑豹队的防守只丢了 308分，在联赛中排名第六。他的队友马里奥·爱迪生贡献了 6½ 次擒杀。"
+    prompt = prompt_assemble(question="黑豹队的防守丢了多少分？", sources=[source(text)], count_tokens=len)
+    label, excerpt = prompt.user.split("\n\n")[1].split("\n", 1)
+    assert label == "[1] latency" and "308分" in excerpt
+    titled = "超级碗50\n\n黑豹队的防守只丢了 308分。"
+    assert (
+        prompt_assemble(question="多少分？", sources=[source(titled)], count_tokens=len)
+        .user.split("\n\n")[1]
+        .startswith("[1] 超级碗50\n")
+    )

@@ -56,6 +56,11 @@ def test_multilingual_cosines_are_put_on_the_text_spaces_scale(settings: Setting
     settings.VECTORS_MTEXT_SCALE, settings.VECTORS_MTEXT_OFFSET = 2.0, -1.2
     assert space_score("text", 0.5) == 0.5
     assert space_score("mtext", 0.85) == pytest.approx(0.5)
+    settings.VECTORS_MTEXT_CJK_SCALE, settings.VECTORS_MTEXT_CJK_OFFSET = 3.0, -2.0
+    settings.VECTORS_MTEXT_CROSS_SCALE, settings.VECTORS_MTEXT_CROSS_OFFSET = 4.0, -2.5
+    assert space_score("mtext", 0.85, cjk=True) == pytest.approx(0.55)
+    assert space_score("mtext", 0.75, cjk=True, cross_script=True) == pytest.approx(0.5)
+    assert space_score("text", 0.75, cjk=True, cross_script=True) == 0.75
 
 
 def vector(*values: float) -> npt.NDArray[np.float32]:
