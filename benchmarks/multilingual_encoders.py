@@ -43,25 +43,13 @@ django.setup()
 
 from django.conf import settings
 
+from apps.ingest import corpora
 from apps.models.text import load_e5, load_minilm
 
 KS = (1, 5)
 PAIRS = (("zh", "zh"), ("en", "zh"), ("zh", "en"), ("en", "en"))
 Matrix = npt.NDArray[np.float32]
 Encode = Callable[[list[str]], Matrix]
-
-
-def xquad(data_dir: Path, language: str) -> tuple[list[str], list[str], list[int]]:
-    """The paragraphs, the questions and each question's paragraph index, in one language."""
-    squad = json.loads((data_dir / f"multilingual/xquad/xquad.{language}.json").read_text())
-    paragraphs, questions, gold = [], [], []
-    for article in squad["data"]:
-        for paragraph in article["paragraphs"]:
-            paragraphs.append(paragraph["context"])
-            for qa in paragraph["qas"]:
-                questions.append(qa["question"])
-                gold.append(len(paragraphs) - 1)
-    return paragraphs, questions, gold
 
 
 def _normalised(array: Any) -> Matrix:
@@ -110,20 +98,20 @@ def recall(queries: Matrix, passages: Matrix, gold: Sequence[int], k: int) -> fl
 
 
 def measure(
-    passages: Encode, queries: Encode, data: dict[str, tuple[list[str], list[str], list[int]]], sample: Sequence[int]
+    passages: Encode, queries: Encode, data: dict[str, corpora.XQuAD], sample: Sequence[int]
 ) -> dict[str, float]:
     row: dict[str, float] = {}
     vectors: dict[str, Matrix] = {}
     asked: dict[str, Matrix] = {}
-    for language, (paragraphs, questions, _) in data.items():
+    for language, xquad in data.items():
         started = time.perf_counter()
-        vectors[language] = passages(paragraphs)
-        row[f"passages_per_s_{language}"] = round(len(paragraphs) / (time.perf_counter() - started), 2)
-        chosen = [questions[i] for i in sample]
+        vectors[language] = passages(xquad.paragraphs)
+        row[f"passages_per_s_{language}"] = round(len(xquad.paragraphs) / (time.perf_counter() - started), 2)
+        chosen = [xquad.questions[i] for i in sample]
         started = time.perf_counter()
         asked[language] = queries(chosen)
         row[f"query_ms_{language}"] = round((time.perf_counter() - started) / len(chosen) * 1000, 2)
-    gold = [data["en"][2][i] for i in sample]
+    gold = [data["en"].gold[i] for i in sample]
     for question, paragraph in PAIRS:
         for k in KS:
             row[f"{question}->{paragraph} R@{k}"] = round(recall(asked[question], vectors[paragraph], gold, k), 3)
@@ -144,10 +132,11 @@ def main() -> int:
     parser.add_argument("--out", default=str(BASE_DIR / "benchmarks/results/multilingual_encoders.json"))
     args = parser.parse_args()
     data_dir = Path(settings.DEMO_DATA_DIR)
-    data = {language: xquad(data_dir, language) for language in ("en", "zh")}
-    assert len(data["en"][1]) == len(data["zh"][1]), "XQuAD's languages hold the same questions"
+    data = {language: corpora.xquad(data_dir, language) for language in ("en", "zh")}
+    assert data["en"].gold == data["zh"].gold, "XQuAD's languages hold the same questions"
     rng = np.random.default_rng(0)
-    sample = sorted(rng.choice(len(data["en"][1]), min(args.questions, len(data["en"][1])), replace=False).tolist())
+    count = len(data["en"].questions)
+    sample = sorted(rng.choice(count, min(args.questions, count), replace=False).tolist())
     query_prefix, passage_prefix = _named(args.query_prefix), _named(args.passage_prefix)
     minilm = load_minilm(device="cpu", batch_size=32)
     e5 = load_e5(batch_size=16)
@@ -175,7 +164,7 @@ def main() -> int:
         "benchmark": "multilingual_encoders",
         "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, {platform.python_version()}",
         "questions": len(sample),
-        "paragraphs": len(data["en"][0]),
+        "paragraphs": len(data["en"].paragraphs),
         "load_average": os.getloadavg(),
         "results": results,
     }

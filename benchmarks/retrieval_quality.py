@@ -37,6 +37,7 @@ django.setup()
 from django.conf import settings
 from PIL import Image
 
+from apps.ingest import corpora
 from apps.models.devices import embed_batch_size
 from apps.models.interfaces import TextEmbedder, Vectors
 from apps.models.registry import image_tagger
@@ -51,28 +52,14 @@ def recall_at(scores: Vectors, gold: list[int], k: int) -> float:
     return float(np.mean([gold[row] in top[row] for row in range(len(gold))]))
 
 
-def xquad(data_dir: Path, language: str) -> tuple[list[str], list[str], list[int]]:
-    """The paragraphs, the questions and each question's paragraph index."""
-    squad = json.loads((data_dir / f"multilingual/xquad/xquad.{language}.json").read_text())
-    paragraphs: list[str] = []
-    questions: list[str] = []
-    gold: list[int] = []
-    for article in squad["data"]:
-        for paragraph in article["paragraphs"]:
-            for qa in paragraph["qas"]:
-                questions.append(qa["question"])
-                gold.append(len(paragraphs))
-            paragraphs.append(paragraph["context"])
-    return paragraphs, questions, gold
-
-
 def cross_language(embedder: TextEmbedder, data_dir: Path) -> dict[str, Any]:
-    english, _, _ = xquad(data_dir, "en")
+    english = corpora.xquad(data_dir, "en").paragraphs
     started = time.perf_counter()
     passages = embedder.embed_documents(english)
     results: dict[str, Any] = {"model": embedder.name}
     for language in LANGUAGES:
-        _, questions, gold = xquad(data_dir, language)
+        asked = corpora.xquad(data_dir, language)
+        questions, gold = asked.questions, asked.gold
         scores = embedder.embed_queries(questions) @ passages.T
         results[f"{language}->en"] = {
             "questions": len(questions),

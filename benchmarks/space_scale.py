@@ -96,24 +96,16 @@ def means(embedder: TextEmbedder, items: list[Item]) -> dict[str, float]:
 def xquad_pairs(data_dir: Path, embedder: TextEmbedder, every: int) -> dict[str, dict[str, float]]:
     """e5's mean cosine of XQuAD questions with their paragraph (``gold``: the fit half of the articles,
     the even ones, and the check half) and with every paragraph (``unrelated``), per pair of languages."""
-    data = {}
-    for language in ("en", "zh"):
-        squad = json.loads((data_dir / f"multilingual/xquad/xquad.{language}.json").read_text())
-        paragraphs, questions, where = [], [], []
-        for number, article in enumerate(squad["data"]):
-            for paragraph in article["paragraphs"]:
-                paragraphs.append(paragraph["context"])
-                for qa in paragraph["qas"]:
-                    questions.append(qa["question"])
-                    where.append((len(paragraphs) - 1, number % 2 == 0))
-        data[language] = (embedder.embed_documents(paragraphs), questions, where)
-    chosen = range(0, len(data["en"][1]), every)
-    asked = {language: embedder.embed_queries([data[language][1][i] for i in chosen]) for language in data}
+    data = {language: corpora.xquad(data_dir, language) for language in ("en", "zh")}
+    vectors = {language: embedder.embed_documents(xquad.paragraphs) for language, xquad in data.items()}
+    chosen = range(0, len(data["en"].questions), every)
+    asked = {language: embedder.embed_queries([xquad.questions[i] for i in chosen]) for language, xquad in data.items()}
+    # (the question's paragraph, whether its article is in the fit half: the even-numbered ones)
+    places = [(data["en"].gold[i], data["en"].articles[data["en"].gold[i]] % 2 == 0) for i in chosen]
     pairs = {}
     for question in data:
         for passage in data:
-            scores = asked[question] @ data[passage][0].T
-            places = [data["en"][2][i] for i in chosen]
+            scores = asked[question] @ vectors[passage].T
             gold = [(float(scores[row, paragraph]), fit) for row, (paragraph, fit) in enumerate(places)]
             pairs[f"{question}->{passage}"] = {
                 "gold_fit": statistics.fmean(score for score, fit in gold if fit),

@@ -19,7 +19,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
 from apps.answers.types import QueryAnalysis
-from apps.core.language import CJK_MAJORITY, chinese_names, cjk_share, detect_language
+from apps.core.language import chinese_names, detect_language, written_in_cjk
 
 if TYPE_CHECKING:
     from spacy.language import Language
@@ -52,7 +52,7 @@ def _ner_pipeline(model: str) -> Language:
 def question_entities(text: str, *, model: str) -> tuple[str, ...]:
     """Names of the entities spaCy finds in the question (rjieba's tagged names in a Chinese one:
     apps/core/language.py), in order, without repeats."""
-    if cjk_share(text) >= CJK_MAJORITY:
+    if written_in_cjk(text):
         return tuple(dict.fromkeys(name for _start, _end, name, _label in chinese_names(text)))
     nlp = _ner_pipeline(model)
     with _ner_lock:  # one pipeline shared by the web server's threads

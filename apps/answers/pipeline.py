@@ -38,6 +38,7 @@ from apps.graph import cypher
 from apps.graph.db import graph_read_timed
 from apps.models.interfaces import ClipEmbedder, Reranker, TextEmbedder
 from apps.observability.tracing import span_set, stage_span
+from apps.vectors.spaces import spaces_used
 
 
 @dataclass(frozen=True)
@@ -71,20 +72,6 @@ class RetrievalTools:
 
     def embedder(self, space: str) -> TextEmbedder:
         return self.text if space == "text" or self.space_embedder is None else self.space_embedder(space)
-
-
-def _text_spaces(tools: RetrievalTools, names: Sequence[str] | None) -> tuple[dict[str, str], tuple[str, ...]]:
-    """Each collection's text space (only those not in "text") and the spaces the question is embedded
-    in: those its collections use, "text" first (and always, for every collection)."""
-    spaces = {} if tools.collection_spaces is None else tools.collection_spaces(names)
-    used = {space for name, space in spaces.items() if names is None or name in names}
-    if names is None or not names or any(spaces.get(name, "text") == "text" for name in names):
-        used.add("text")
-    return {name: space for name, space in spaces.items() if space != "text"}, tuple(sorted(used, key=_text_first))
-
-
-def _text_first(space: str) -> tuple[bool, str]:
-    return space != "text", space
 
 
 @dataclass
@@ -190,7 +177,8 @@ def retrieve(*, question: str, collections: Scope, tools: RetrievalTools, params
         pending = PendingEntities(question, model=tools.ner_model)
         analysis = query_analyse(question=question, tokenize=tools.tokenize, ner_model=None)
         span_set(span, language=analysis.language, tokens=len(analysis.tokens), entropy=analysis.entropy)
-    spaces, text_spaces = _text_spaces(tools, names)
+    spaces = {} if tools.collection_spaces is None else tools.collection_spaces(names)
+    text_spaces = spaces_used(spaces, names)
 
     def space_of(collection: str) -> str:
         return spaces.get(collection, "text")

@@ -22,7 +22,7 @@ from dataclasses import dataclass, replace
 from pathlib import PurePosixPath
 
 from apps.answers.types import Prompt, Source
-from apps.core.language import CJK_MAJORITY, cjk_share, detect_language, words
+from apps.core.language import detect_language, words, written_in_cjk
 
 NOT_FOUND = "Not found in your documents."  # the answer when the evidence does not support one
 SYSTEM = (
@@ -183,7 +183,7 @@ def source_block(source: Source) -> str:
 
 def question_chinese(question: str) -> bool:
     """Whether the question is written in Chinese: then the prompt and "not found" are in Chinese."""
-    return cjk_share(question) >= CJK_MAJORITY and detect_language(question) == "zh"
+    return written_in_cjk(question) and detect_language(question) == "zh"
 
 
 def system_message(question: str) -> str:

@@ -30,7 +30,7 @@ import numpy as np
 import numpy.typing as npt
 
 from apps.answers.types import Candidate
-from apps.core.language import CJK_MAJORITY, cjk_share, same_script
+from apps.core.language import written_in_cjk
 from apps.models.interfaces import Reranker
 from apps.vectors.spaces import space_score
 
@@ -75,13 +75,16 @@ def rerank_scores(
     keeps its seed similarity)."""
     if reranker is not None:
         return reranker.rerank(question, [candidate.text for candidate in candidates])
+    asked_in_cjk = written_in_cjk(question)
+
+    def score(candidate: Candidate, cosine: float) -> float:
+        if candidate.space == "text":  # MiniLM's own scale: nothing to read in the text
+            return cosine
+        cjk = written_in_cjk(candidate.text)
+        return space_score(candidate.space, cosine, cjk=cjk, cross_script=cjk != asked_in_cjk)
+
     return [
-        space_score(
-            candidate.space,
-            float(candidate.vector @ query_vectors[candidate.space]),
-            cjk=cjk_share(candidate.text) >= CJK_MAJORITY,
-            cross_script=not same_script(question, candidate.text),
-        )
+        score(candidate, float(candidate.vector @ query_vectors[candidate.space]))
         if candidate.vector is not None and candidate.space in query_vectors
         else candidate.seed_score
         for candidate in candidates

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from apps.answers.answer_text import short_answer
 from apps.answers.prompt import STOPWORDS
 from apps.answers.types import Source
-from apps.core.language import CJK_MAJORITY, cjk_share, has_cjk, same_script, words
+from apps.core.language import has_cjk, same_script, words, written_in_cjk
 
 WORD = re.compile(r"\w+", re.UNICODE)
 YES_NO = frozenset({"yes", "no"})
@@ -114,7 +114,7 @@ def answer_support(short: str, shown: str, question: str) -> float:
     if said and set(said) <= YES_NO:
         return 1.0 if yes_no_question(question) else 0.0
     asked = _stems(_words(question))
-    cjk_shown = cjk_share(shown) >= CJK_MAJORITY
+    cjk_shown = written_in_cjk(shown)
     # Only words written as the sources are can be looked for there ("308" and 卡万·肖特 in Chinese
     # sources, not an English answer's words).
     own = [

@@ -57,10 +57,14 @@ def cjk_share(text: str) -> float:
     return len(_CJK_CHAR.findall(text)) / letters if letters else 0.0
 
 
+def written_in_cjk(text: str) -> bool:
+    """Whether most of ``text``'s letters are Chinese, Japanese or Korean characters."""
+    return cjk_share(text) >= CJK_MAJORITY
+
+
 def same_script(first: str, second: str) -> bool:
-    """Whether two texts are written the same way: both mostly in Chinese, Japanese or Korean
-    characters, or both not."""
-    return (cjk_share(first) >= CJK_MAJORITY) == (cjk_share(second) >= CJK_MAJORITY)
+    """Whether two texts are written the same way: both mostly in CJK characters, or both not."""
+    return written_in_cjk(first) == written_in_cjk(second)
 
 
 def has_cjk(text: str) -> bool:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 IMAGE_SUFFIXES = {".png", ".jpg", ".jpeg", ".webp", ".gif"}
@@ -53,6 +54,31 @@ def xquad_paragraphs(data_dir: Path, language: str) -> Iterator[tuple[str, bytes
         for number, paragraph in enumerate(article["paragraphs"]):
             title = f"{article['title']} {number + 1}"
             yield passage_file(folder=f"xquad-{language}", title=title, text=paragraph["context"])
+
+
+@dataclass(frozen=True)
+class XQuAD:
+    """XQuAD in one language: its paragraphs and questions in order, each question's paragraph (an
+    index into ``paragraphs``) and each paragraph's article (its number). Every language holds the
+    same paragraphs and questions in the same order."""
+
+    paragraphs: list[str]
+    questions: list[str]
+    gold: list[int]
+    articles: list[int]
+
+
+def xquad(data_dir: Path, language: str) -> XQuAD:
+    squad = json.loads((data_dir / f"multilingual/xquad/xquad.{language}.json").read_text())
+    found = XQuAD([], [], [], [])
+    for number, article in enumerate(squad["data"]):
+        for paragraph in article["paragraphs"]:
+            for qa in paragraph["qas"]:
+                found.questions.append(qa["question"])
+                found.gold.append(len(found.paragraphs))
+            found.paragraphs.append(paragraph["context"])
+            found.articles.append(number)
+    return found
 
 
 def image_files(data_dir: Path) -> Iterator[tuple[str, bytes]]:

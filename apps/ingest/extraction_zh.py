@@ -14,7 +14,7 @@ import bisect
 import itertools
 from collections.abc import Sequence
 
-from apps.core.language import CJK_MAJORITY, chinese_names, cjk_share
+from apps.core.language import chinese_names, written_in_cjk
 from apps.graph.identity import entity_key, normalise_entity_name
 from apps.ingest.chunking import split_sentences
 from apps.ingest.types import Extraction, Mention, Relation
@@ -51,4 +51,4 @@ def chinese_extract(text: str, *, max_mentions_per_sentence: int) -> Extraction:
 
 def chinese_texts(texts: Sequence[str]) -> list[bool]:
     """Which of ``texts`` are written mostly in Chinese characters (``chinese_extract`` takes them)."""
-    return [cjk_share(text) >= CJK_MAJORITY for text in texts]
+    return [written_in_cjk(text) for text in texts]

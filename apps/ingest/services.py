@@ -21,7 +21,7 @@ from django.db import transaction
 from neo4j import Driver
 
 from apps.accounts.services import collection_ensure
-from apps.core.language import CJK_MAJORITY, cjk_share, main_language
+from apps.core.language import main_language, written_in_cjk
 from apps.graph.writer import document_graph_delete, documents_graph_write, documents_in_graph
 from apps.ingest.chunking import chunk_text
 from apps.ingest.enrich import (
@@ -160,7 +160,7 @@ def _batch_start(*, tools: _Tools, parsed: Sequence[ParsedDocument], collection:
             # Chinese (and Japanese, Korean) carries about one token per character, English one per
             # four or five: such text is cut into chunks of a third of the characters, so that a chunk
             # holds about as many tokens (the encoders read 512 at most).
-            share = CJK_CHUNK_SHARE if cjk_share(item.parsed.text[:CJK_SAMPLE_CHARS]) >= CJK_MAJORITY else 1
+            share = CJK_CHUNK_SHARE if written_in_cjk(item.parsed.text[:CJK_SAMPLE_CHARS]) else 1
             chunks = chunk_text(
                 item.parsed.text,
                 size=max(MIN_CHUNK_CHARS, round(settings.INGEST_CHUNK_SIZE * share)),

@@ -11,7 +11,7 @@ question's collection filter as it is, and the cosines of "mtext" are put on the
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 
 from django.conf import settings
 
@@ -64,12 +64,17 @@ def multilingual_collections() -> list[str]:
     return list(CollectionSpace.objects.filter(space=MULTILINGUAL).values_list("collection", flat=True))
 
 
-def text_spaces_of(collections: Iterable[str] | None) -> tuple[str, ...]:
-    """The text spaces a question about ``collections`` (None: every one) is embedded in, text first."""
-    used = set(collection_spaces(collections).values())
-    if collections is None:
+def spaces_used(spaces: Mapping[str, str], collections: Sequence[str] | None) -> tuple[str, ...]:
+    """The text spaces a question about ``collections`` (None: every one) is embedded in, text first,
+    from their spaces as ``collection_spaces`` gives them (nothing known: text)."""
+    used = set(spaces.values())
+    if collections is None or not spaces:
         used.add(TEXT)
-    return tuple(space for space in TEXT_SPACES if space in used) or (TEXT,)
+    return tuple(space for space in TEXT_SPACES if space in used)
+
+
+def text_spaces_of(collections: Sequence[str] | None) -> tuple[str, ...]:
+    return spaces_used(collection_spaces(collections), collections)
 
 
 def space_score(space: str, cosine: float, *, cjk: bool = False, cross_script: bool = False) -> float:
