@@ -10,11 +10,22 @@ HotpotQA questions against the MuSiQue passages, MuSiQue against 2Wiki, 2Wiki ag
 thresholds are fitted on the HotpotQA and MuSiQue samples only (the most unanswerable questions
 refused with at most ``--max-wrong`` of the answerable ones refused), then reported on all three,
 2WikiMultihopQA dev300 being the validation set. Writes benchmarks/results/not_found.json.
+
+    make bench-not-found BENCH_ARGS="--languages --limit 300"
+
+The thresholds of the other readings (``apps.answers.support.READINGS``: a Chinese question over
+Chinese text, a question in another script than its sources) on XQuAD: its paragraphs in each
+language split by article (even and odd) into two collections of the multilingual space; each
+question asked against its own half (answerable) and the other (unanswerable), for the four pairs
+zh->zh, en->zh, zh->en and en->en. Fitted per reading on the questions of the even articles, checked
+on the odd ones; en->en is reported with the settings' thresholds. Writes
+benchmarks/results/not_found_languages.json.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import platform
@@ -34,13 +45,16 @@ django.setup()
 
 from django.conf import settings
 
-from apps.answers.evaluate import FOREIGN, corpus_ensure, eval_collection
-from apps.answers.evaluation import eval_questions
+from apps.answers.evaluate import FOREIGN, corpus_ensure, eval_collection, files_ensure
+from apps.answers.evaluation import XQUAD_DATASETS, eval_questions
 from apps.answers.pipeline import retrieve
-from apps.answers.support import Evidence, evidence_measure
+from apps.answers.services import evidence_params
+from apps.answers.support import CJK, FROM_CJK, TO_CJK, Evidence, evidence_measure
 from apps.answers.tools import default_tools, retrieval_params
 from apps.graph.driver import get_driver
 from apps.graph.schema import graph_schema_apply
+from apps.ingest import corpora
+from apps.vectors.spaces import MULTILINGUAL, collection_space_set
 
 DATASETS = ("hotpotqa", "musique", "2wiki")
 TUNING = ("hotpotqa", "musique")
@@ -82,13 +96,127 @@ def fit(answerable: Sequence[Evidence], unanswerable: Sequence[Evidence], max_wr
     return best[1], best[2]
 
 
+HALVES = ("even", "odd")  # XQuAD's articles by their number: the fitting half, the checking half
+FITTED_READINGS = (CJK, TO_CJK, FROM_CJK)
+
+
+def half_collection(language: str, half: str) -> str:
+    return f"eval-xquad-{language}-{half}"
+
+
+def xquad_halves_ensure(data_dir: Path, language: str) -> dict[str, str]:
+    """Both halves of XQuAD's paragraphs in ``language`` ingested into collections of the multilingual
+    space; returns each paragraph's document path with its half."""
+    files = list(corpora.xquad_paragraphs(data_dir, language))
+    articles = corpora.xquad(data_dir, language).articles
+    halves = {name: HALVES[article % 2] for (name, _), article in zip(files, articles, strict=True)}
+    for half in HALVES:
+        collection = half_collection(language, half)
+        collection_space_set(collection, MULTILINGUAL)
+        files_ensure([file for file in files if halves[file[0]] == half], collection=collection)
+    return halves
+
+
+def languages_measure(data_dir: Path, limit: int) -> dict[str, dict[str, dict[str, list[Evidence]]]]:
+    """pair -> half -> answerable/unanswerable -> the evidence of each question of that half's articles."""
+    signals: dict[str, dict[str, dict[str, list[Evidence]]]] = {}
+    for pair in XQUAD_DATASETS:
+        written = pair.split("-")[2]
+        halves = xquad_halves_ensure(data_dir, written)
+        questions = eval_questions(pair, data_dir)[:limit]
+        signals[pair] = {}
+        for number, half in enumerate(HALVES):
+            asked = [q.question for q in questions if halves[next(iter(q.supporting))] == half]
+            signals[pair][half] = {
+                "answerable": measure(asked, half_collection(written, half)),
+                "unanswerable": measure(asked, half_collection(written, HALVES[1 - number])),
+            }
+        log(f"{pair}: {len(questions)} questions measured")
+    return signals
+
+
+def signals_of(halves: dict[str, dict[str, list[Evidence]]]) -> dict[str, Any]:
+    return {
+        half: {kind: [{**e.as_dict(), "reading": e.reading} for e in evidence] for kind, evidence in kinds.items()}
+        for half, kinds in halves.items()
+    }
+
+
+def languages_main(args: argparse.Namespace) -> int:
+    data_dir = Path(settings.DEMO_DATA_DIR)
+    load_before = os.getloadavg()
+    signals = languages_measure(data_dir, args.limit)
+
+    def of(reading: str, half: str, kind: str) -> list[Evidence]:
+        return [e for pair in signals.values() for e in pair[half][kind] if e.reading == reading]
+
+    fitted = {
+        r: fit(of(r, "even", "answerable"), of(r, "even", "unanswerable"), args.max_wrong) for r in FITTED_READINGS
+    }
+    params = evidence_params()
+    rows: list[dict[str, Any]] = []
+    for pair, by_half in signals.items():
+        for half in HALVES:
+            evidence = by_half[half]
+            readings = {e.reading for e in (*evidence["answerable"], *evidence["unanswerable"])}
+            for reading in sorted(readings):
+                current = params.thresholds(reading)
+                choices = {"settings": (current.min_similarity, current.min_coverage)}
+                if reading in fitted:
+                    choices["fitted"] = fitted[reading]
+                for name, (s, c) in choices.items():
+                    answerable = [e for e in evidence["answerable"] if e.reading == reading]
+                    unanswerable = [e for e in evidence["unanswerable"] if e.reading == reading]
+                    rows.append(
+                        {
+                            "pair": pair,
+                            "reading": reading,
+                            "half": half,
+                            "split": "tuning" if half == "even" else "validation",
+                            "thresholds": name,
+                            "questions": len(answerable),
+                            "unanswerable_refused": round(refused(unanswerable, s, c), 4),
+                            "answerable_refused": round(refused(answerable, s, c), 4),
+                        }
+                    )
+    report = {
+        "benchmark": "not_found_languages",
+        "command": "make bench-not-found BENCH_ARGS=" + repr(" ".join(sys.argv[1:])),
+        "machine": {"cpu_count": os.cpu_count(), "platform": platform.platform()},
+        "load_average": {"before": [round(x, 2) for x in load_before], "after": [round(x, 2) for x in os.getloadavg()]},
+        "questions_per_pair": args.limit,
+        "max_wrong": args.max_wrong,
+        "fitted": {r: {"min_similarity": s, "min_coverage": c} for r, (s, c) in fitted.items()},
+        "settings": {r: dataclasses.asdict(params.thresholds(r)) for r in (*FITTED_READINGS, "same")},
+        "results": rows,
+        "signals": {pair: signals_of(halves) for pair, halves in signals.items()},
+    }
+    out = Path(args.out or BASE_DIR / "benchmarks/results/not_found_languages.json")
+    out.write_text(json.dumps(report, indent=1) + "\n")
+    for reading, (s, c) in fitted.items():
+        print(f"{reading}: fitted on the even articles: min_similarity {s}, min_coverage {c}")
+    print("| pair | reading | half | thresholds | questions | unanswerable refused | answerable refused |")
+    print("|---|---|---|---|---|---|---|")
+    for row in rows:
+        print(
+            f"| {row['pair']} | {row['reading']} | {row['half']} | {row['thresholds']} | {row['questions']} | "
+            f"{row['unanswerable_refused']:.2f} | {row['answerable_refused']:.2f} |"
+        )
+    print(f"\nload average before {report['load_average']['before']}, after {report['load_average']['after']}")
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--limit", type=int, default=100, help="questions per dataset (the first N)")
     parser.add_argument("--max-wrong", type=float, default=0.03, help="answerable questions refused at most")
-    parser.add_argument("--out", default=str(BASE_DIR / "benchmarks/results/not_found.json"))
+    parser.add_argument("--languages", action="store_true", help="the Chinese and cross-script readings on XQuAD")
+    parser.add_argument("--out", default=None, help="the results file (default: by the kind of run)")
     args = parser.parse_args()
     graph_schema_apply(driver=get_driver())
+    if args.languages:
+        return languages_main(args)
+    args.out = args.out or str(BASE_DIR / "benchmarks/results/not_found.json")
     data_dir = Path(settings.DEMO_DATA_DIR)
     for dataset in DATASETS:
         corpus_ensure(dataset=dataset, data_dir=data_dir)

@@ -505,6 +505,14 @@ ANSWER_K_PER_BIT = env_float("ANSWER_K_PER_BIT", 1.0, minimum=0.0)
 ANSWER_MIN_SIMILARITY = env_float("ANSWER_MIN_SIMILARITY", 0.433, minimum=-1000.0)
 ANSWER_MIN_COVERAGE = env_float("ANSWER_MIN_COVERAGE", 0.467, minimum=0.0, maximum=1.0)
 ANSWER_MIN_ANSWER_SUPPORT = env_float("ANSWER_MIN_ANSWER_SUPPORT", 0.5, minimum=0.0, maximum=1.0)
+# The same two for a Chinese question over Chinese sources, and the similarity alone for a question in
+# another script over Chinese sources (TO_CJK) and a Chinese question over sources in another script
+# (FROM_CJK); fitted on half of XQuAD's articles, checked on the other half
+# (`make bench-not-found BENCH_ARGS="--languages --limit 300"`, benchmarks/results/not_found_languages.json).
+ANSWER_MIN_SIMILARITY_CJK = env_float("ANSWER_MIN_SIMILARITY_CJK", 0.186, minimum=-1000.0)
+ANSWER_MIN_COVERAGE_CJK = env_float("ANSWER_MIN_COVERAGE_CJK", 0.433, minimum=0.0, maximum=1.0)
+ANSWER_MIN_SIMILARITY_TO_CJK = env_float("ANSWER_MIN_SIMILARITY_TO_CJK", 0.199, minimum=-1000.0)
+ANSWER_MIN_SIMILARITY_FROM_CJK = env_float("ANSWER_MIN_SIMILARITY_FROM_CJK", 0.375, minimum=-1000.0)
 # Generation: the generator's context window as used here, and the tokens it may write.
 ANSWER_CONTEXT_TOKENS = env_int("ANSWER_CONTEXT_TOKENS", 2048, minimum=256)
 ANSWER_MAX_NEW_TOKENS = env_int("ANSWER_MAX_NEW_TOKENS", 64, minimum=1)

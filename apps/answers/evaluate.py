@@ -37,15 +37,18 @@ def eval_collection(dataset: str) -> str:
 
 def corpus_ensure(*, dataset: str, data_dir: Path) -> int:
     """Ingest the dataset's corpus into its own collection unless it is there; returns the documents ingested now."""
-    files = eval_corpus(dataset, data_dir)
-    collection = eval_collection(dataset)
+    return files_ensure(eval_corpus(dataset, data_dir), collection=eval_collection(dataset))
+
+
+def files_ensure(files: Sequence[tuple[str, bytes]], *, collection: str) -> int:
+    """Ingest ``files`` into ``collection`` unless it holds as many documents; returns the documents ingested now."""
     if Document.objects.filter(collection=collection).count() >= len(files):
         return 0
-    logger.info("ingesting the %s corpus (%d passages) into %s", dataset, len(files), collection)
+    logger.info("ingesting %d passages into %s", len(files), collection)
     outcomes = uploads_ingest(driver=get_driver(), uploads=files, collection=collection, extractor=default_extractor())
     failures = [outcome for outcome in outcomes if outcome.status == FAILED]
     if failures:
-        raise RuntimeError(f"{len(failures)} {dataset} passages failed to ingest, e.g. {failures[0].path}")
+        raise RuntimeError(f"{len(failures)} passages failed to ingest into {collection}, e.g. {failures[0].path}")
     return len(files)
 
 

@@ -43,7 +43,7 @@ class LexicalParams:
 
 
 TEXT_INDEX = "unit_text_fulltext"
-CJK_TEXT_INDEX = "unit_text_cjk_fulltext"
+CJK_TEXT_INDEX = "unit_cjk_fulltext"
 
 
 def lexical_query(question: str) -> str:

@@ -26,7 +26,15 @@ from apps.answers.generation import answer_not_found
 from apps.answers.models import Answer
 from apps.answers.pipeline import RetrievalParams, RetrievalTools, retrieve
 from apps.answers.scope import Scope
-from apps.answers.support import EvidenceParams, evidence_measure, evidence_sufficient
+from apps.answers.support import (
+    CJK,
+    FROM_CJK,
+    TO_CJK,
+    EvidenceParams,
+    Thresholds,
+    evidence_measure,
+    evidence_sufficient,
+)
 from apps.answers.types import STAGES, AnswerError, Retrieval
 from apps.core.workers import queue_consumers, queue_unserved
 from apps.ledger.services import knowledge_stand
@@ -140,6 +148,11 @@ def evidence_params() -> EvidenceParams:
         min_similarity=settings.ANSWER_MIN_SIMILARITY,
         min_coverage=settings.ANSWER_MIN_COVERAGE,
         min_answer_support=settings.ANSWER_MIN_ANSWER_SUPPORT,
+        readings={
+            CJK: Thresholds(settings.ANSWER_MIN_SIMILARITY_CJK, settings.ANSWER_MIN_COVERAGE_CJK),
+            TO_CJK: Thresholds(settings.ANSWER_MIN_SIMILARITY_TO_CJK, 0.0),
+            FROM_CJK: Thresholds(settings.ANSWER_MIN_SIMILARITY_FROM_CJK, 0.0),
+        },
     )
 
 

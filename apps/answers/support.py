@@ -8,7 +8,11 @@ their answers (``make bench-not-found``; tuned on the HotpotQA and MuSiQue sampl
   of the sources (the text embedder's cosine with the question in the offline profile), and
   ``coverage``, the share of the question's content words (weighted by length, so names count more
   than "born") that occur in the sources' text. A question about a topic the collections do not
-  hold scores low on one or both; it is not sent to the generator at all.
+  hold scores low on one or both; it is not sent to the generator at all. The thresholds depend on
+  how the question reads the sources (``Evidence.reading``): the same way (the HotpotQA/MuSiQue fit),
+  Chinese words over Chinese text, or across scripts either way (an English question of Chinese
+  text: no word can be looked for, the similarity decides alone); the last three are fitted on XQuAD
+  (``make bench-not-found BENCH_ARGS=--languages``).
 - after generation, on the short answer: the generator's own "Not found in your documents." (it
   may write it unasked, ``says_not_found``), an empty answer, or ``answer_support``, the share of the
   answer's own words (not the question's) that occur in the sources the prompt showed. An answer
@@ -21,8 +25,8 @@ The sources stay on the page either way: the closest evidence is what the user c
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 
 from apps.answers.answer_text import short_answer
 from apps.answers.prompt import STOPWORDS
@@ -35,17 +39,36 @@ SAID, UNSUPPORTED_WORDS = "said", "unsupported"  # answer_refusal's reasons
 STEM = 5  # characters compared: "published" meets "publishes", "Germany" meets "German"
 
 
+# How a question reads its sources (``Evidence.reading``): in the same script (and not Chinese), in
+# Chinese over Chinese text, or across scripts: a question in another script over Chinese text, or a
+# Chinese question over text in another script (the multilingual space scores the two differently:
+# unrelated English passages stay close to a Chinese question).
+SAME, CJK, TO_CJK, FROM_CJK = "same", "cjk", "to-cjk", "from-cjk"
+READINGS = (SAME, CJK, TO_CJK, FROM_CJK)
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    min_similarity: float  # best source's rerank score below this: not found
+    min_coverage: float  # share of the question's words in the sources below this: not found
+
+
 @dataclass(frozen=True)
 class EvidenceParams:
     min_similarity: float  # best source's rerank score below this: not found
     min_coverage: float  # share of the question's words in the sources below this: not found
     min_answer_support: float  # share of the short answer's words in the shown sources below this: not found
+    readings: Mapping[str, Thresholds] = field(default_factory=dict)  # other thresholds per reading
+
+    def thresholds(self, reading: str) -> Thresholds:
+        return self.readings.get(reading) or Thresholds(self.min_similarity, self.min_coverage)
 
 
 @dataclass(frozen=True)
 class Evidence:
     similarity: float
     coverage: float
+    reading: str = SAME
 
     def as_dict(self) -> dict[str, float]:
         return {"similarity": round(self.similarity, 4), "coverage": round(self.coverage, 4)}
@@ -76,12 +99,16 @@ def evidence_measure(question: str, sources: Sequence[Source]) -> Evidence:
     chunks = [source for source in sources if source.kind != "image"]
     similarity = max((source.rerank_score for source in sources), default=0.0)
     text = "\n".join(source.text for source in chunks)
-    coverage = word_coverage(_words(question), text) if same_script(question, text) else 1.0
-    return Evidence(similarity=similarity, coverage=coverage)
+    chinese = written_in_cjk(question)
+    if chunks and not same_script(question, text):
+        return Evidence(similarity=similarity, coverage=1.0, reading=FROM_CJK if chinese else TO_CJK)
+    reading = CJK if chinese else SAME
+    return Evidence(similarity=similarity, coverage=word_coverage(_words(question), text), reading=reading)
 
 
 def evidence_sufficient(evidence: Evidence, params: EvidenceParams) -> bool:
-    return evidence.similarity >= params.min_similarity and evidence.coverage >= params.min_coverage
+    thresholds = params.thresholds(evidence.reading)
+    return evidence.similarity >= thresholds.min_similarity and evidence.coverage >= thresholds.min_coverage
 
 
 def prompt_sources_text(user: str) -> str:

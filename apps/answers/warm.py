@@ -2,7 +2,8 @@
 so that the first question a web process or generation worker handles is as fast as the rest.
 
 Web processes (``ragkg.wsgi``) load the retrieval tools (text embedder, CLIP, reranker, tokenizer,
-spaCy, language identification), analyse and embed one question, read the vector indexes and open a
+spaCy, language identification; the multilingual embedder when a collection is in its space),
+analyse and embed one question, read the vector indexes and open a
 graph connection; generation worker processes (``ragkg.celery``, the node consuming the generation
 queue) load the generator and generate two tokens with the answers' system prompt. A failure is
 logged and changes nothing: the model then loads on first use, as without warm-up. ``RAGKG_WARM_UP=0``
@@ -33,13 +34,18 @@ def warm_retrieval() -> None:
     from apps.graph import cypher
     from apps.graph.db import graph_read
     from apps.graph.driver import get_driver
+    from apps.vectors import spaces as text_spaces
     from apps.vectors.errors import VectorIndexError
     from apps.vectors.registry import vector_registry
 
     tools = default_tools()
     query_analyse(question=WARM_QUESTION, tokenize=tools.tokenize, ner_model=tools.ner_model)
     tools.text.embed_queries([WARM_QUESTION])
-    for space in ("text", "clip") if tools.clip is not None else ("text",):
+    multilingual = bool(text_spaces.multilingual_collections())  # e5 and its index, when a collection uses them
+    if multilingual:
+        tools.embedder(text_spaces.MULTILINGUAL).embed_queries([WARM_QUESTION])
+    used = ("text", *((text_spaces.MULTILINGUAL,) if multilingual else ()), *(("clip",) if tools.clip else ()))
+    for space in used:
         try:
             vector_registry().get(space)
         except VectorIndexError as exc:  # nothing indexed yet: it loads on first use

@@ -32,6 +32,7 @@ from apps.api.schemas import (
     GrantOut,
     JobOut,
     RetryIn,
+    SpaceChoice,
 )
 from apps.curation import pages as curation_pages
 from apps.graph.driver import get_driver
@@ -41,6 +42,7 @@ from apps.ingest.selectors import jobs_readable, readable_documents
 from apps.ingest.services import document_delete
 from apps.ingest.uploads import UploadRefused, actor_of, uploads_submit
 from apps.ledger.models import ChangeEntry
+from apps.vectors.spaces import collection_space_choose, settled_spaces
 
 router = Router()
 User = AbstractBaseUser | AnonymousUser
@@ -55,7 +57,7 @@ def _curator(user: User, doing: str) -> None:
 # --- collections --------------------------------------------------------------------------------
 
 
-def _collection_out(collection: Collection, user: User, documents: int) -> dict[str, Any]:
+def _collection_out(collection: Collection, user: User, documents: int, space: str | None) -> dict[str, Any]:
     return {
         "name": collection.name,
         "title": collection.title,
@@ -63,6 +65,7 @@ def _collection_out(collection: Collection, user: User, documents: int) -> dict[
         "owner": collection.owner.get_username() if collection.owner else None,
         "owned": bool(user.is_authenticated and collection.owner_id == user.pk),
         "documents": documents,
+        "space": space,
     }
 
 
@@ -76,7 +79,8 @@ def collections_list(request: HttpRequest) -> list[dict[str, Any]]:
     counts = dict(
         Document.objects.filter(collection__in=[c.name for c in rows]).values_list("collection").annotate(n=Count("id"))
     )
-    return [_collection_out(c, request.user, int(counts.get(c.name, 0))) for c in rows]
+    spaces = settled_spaces(c.name for c in rows)
+    return [_collection_out(c, request.user, int(counts.get(c.name, 0)), spaces.get(c.name)) for c in rows]
 
 
 @router.post("/collections", response={201: CollectionOut, 409: ErrorOut, **REFUSALS}, tags=["collections"])
@@ -93,7 +97,8 @@ def collection_create(request: HttpRequest, body: CollectionIn) -> Status[dict[s
     if body.title:
         collection.title = body.title
         collection.save(update_fields=["title"])
-    return Status(201, _collection_out(collection, request.user, 0))
+    collection_space_choose(name, body.space)
+    return Status(201, _collection_out(collection, request.user, 0, settled_spaces([name]).get(name)))
 
 
 def _owned(request: HttpRequest, name: str) -> Collection:
@@ -166,15 +171,16 @@ def _document(request: HttpRequest, document_id: str) -> Document:
 
 @router.post("/documents", response={202: JobOut, 413: ErrorOut, 429: ErrorOut, **REFUSALS}, tags=["documents"])
 def documents_upload(
-    request: HttpRequest, collection: Form[str], files: File[list[UploadedFile]]
+    request: HttpRequest, collection: Form[str], files: File[list[UploadedFile]], space: Form[SpaceChoice] = "auto"
 ) -> Status[dict[str, Any]]:
-    """Upload one or many files (multipart ``files``) into a collection (a new one is the caller's);
-    they are ingested by a job: follow it at /jobs/{id}. Curators."""
+    """Upload one or many files (multipart ``files``) into a collection (a new one is the caller's, in
+    the text ``space`` given: see POST /collections); they are ingested by a job: follow it at
+    /jobs/{id}. Curators."""
     _curator(request.user, "Uploading documents")
     if not files:
         raise ApiError(400, "invalid_request", "files: send at least one file")
     try:
-        job = uploads_submit(user=request.user, collection=collection, files=files)
+        job = uploads_submit(user=request.user, collection=collection, files=files, space=space)
     except UploadRefused as exc:
         raise ApiError(400, "invalid_request", str(exc)) from exc
     return Status(202, _job_out(job))

@@ -21,12 +21,25 @@ class CollectionOut(Schema):
     owner: str | None
     owned: bool = Field(description="whether the caller owns it (and so may grant it)")
     documents: int
+    space: str | None = Field(
+        description='its text space: "text" (English, MiniLM) or "mtext" (multilingual); null until its first '
+        "documents settle it"
+    )
+
+
+SpaceChoice = Literal["auto", "text", "mtext"]
 
 
 class CollectionIn(Schema):
     name: str = Field(min_length=1, max_length=100, description='no "/"')
     title: str = Field("", max_length=300)
     public: bool = False
+    space: SpaceChoice = Field(
+        "auto",
+        description='the text space its passages are embedded in: "text" (English, all-MiniLM-L6-v2, fastest), '
+        '"mtext" (multilingual-e5-small: Chinese and about 100 languages) or "auto" (by its first documents\' '
+        "language)",
+    )
 
 
 class GrantOut(Schema):

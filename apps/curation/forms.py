@@ -10,6 +10,7 @@ from django.core.validators import MaxLengthValidator
 
 from apps.curation.pages import STATUSES, DocumentFilters, RelationFilters
 from apps.curation.services import MAX_NAME, MAX_PREDICATE
+from apps.vectors.spaces import AUTO, SPACE_CHOICES
 
 ID_LENGTH = 64  # entity and document ids are 32 hex digits; room for others
 
@@ -168,6 +169,9 @@ class UploadForm(forms.Form):
     new_collection = forms.CharField(
         max_length=100, required=False, label="New collection name", help_text="used when the collection is “new”"
     )
+    new_collection_space = forms.ChoiceField(
+        choices=SPACE_CHOICES, required=False, initial=AUTO, label="New collection's text space"
+    )
 
     def __init__(self, *args: Any, collections: list[str] | None = None, **kwargs: Any) -> None:
         kwargs.setdefault("auto_id", "upload_%s")  # the documents filter has a "collection" too
@@ -185,6 +189,7 @@ class UploadForm(forms.Form):
         if not name and not self.errors:
             self.add_error("new_collection", "Pick a collection, or name a new one.")
         data["collection"] = name
+        data["new_collection_space"] = data.get("new_collection_space") or AUTO
         return data
 
 

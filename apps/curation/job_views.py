@@ -50,7 +50,10 @@ def document_upload(request: HttpRequest) -> HttpResponse:
         return documents_response(request, form, status=400)
     try:
         job = uploads_submit(
-            user=request.user, collection=form.cleaned_data["collection"], files=form.cleaned_data["files"]
+            user=request.user,
+            collection=form.cleaned_data["collection"],
+            files=form.cleaned_data["files"],
+            space=form.cleaned_data["new_collection_space"],
         )
     except UploadRefused as exc:
         form.add_error(None, str(exc))

@@ -35,11 +35,15 @@ def graph_schema_apply(*, driver: Driver, database: str | None = None) -> Schema
     db = database or settings.NEO4J_DATABASE
     before = _schema_names(driver=driver, database=db)
     wanted = cypher.SCHEMA_CONSTRAINTS + cypher.SCHEMA_INDEXES
+    for name in cypher.RETIRED_INDEXES:
+        if name in before:
+            driver.execute_query(cypher.DROP_INDEX.format(name=name), database_=db)  # a name from the code
+            logger.info("graph schema: dropped %s", name)
     for name, statement in wanted:
         if name not in before:
             driver.execute_query(statement, database_=db)
             logger.info("graph schema: created %s", name)
-    for statement in cypher.UNIT_COLLECTIONS_BACKFILL:
+    for statement in (*cypher.UNIT_COLLECTIONS_BACKFILL, cypher.CJK_TEXT_BACKFILL):
         records, _, _ = driver.execute_query(statement, database_=db)
         if records and records[0]["filled"]:
             logger.info("graph schema: set the collection of %d units", records[0]["filled"])

@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from apps.core.language import detect_language, main_language
+from apps.core.language import detect_language, main_language, written_in_cjk
 from apps.graph.identity import TITLE_LABEL, content_id, entity_id, entity_key
 from apps.ingest.names import name_spans
 from apps.ingest.parsing.text import file_stem
@@ -123,6 +123,7 @@ def build_structure(
                 "document_id": doc_id,
                 "collection": collection,
                 "language": language,
+                "text_cjk": cjk_text(chunk.text),
             }
         )
         units.append(Unit("Chunk", chunk_id, chunk.text))
@@ -150,16 +151,25 @@ def build_structure(
                     "idx": idx,
                     "cells": list(values),
                     "text": text,
+                    "text_cjk": cjk_text(text),
                     "document_id": doc_id,
                     "collection": collection,
                 }
             )
             units.append(Unit("Row", row_id, text))
     for image in images:
-        graph.images.append({**image, "document_id": doc_id, "collection": collection})
+        text_cjk = cjk_text(image["text"] or "")
+        graph.images.append({**image, "document_id": doc_id, "collection": collection, "text_cjk": text_cjk})
         if image["text"]:
             units.append(Unit("Image", image["id"], image["text"]))
     return graph, units
+
+
+def cjk_text(text: str) -> str | None:
+    """The unit's text again when it is written in CJK characters, for the full-text index with the
+    cjk analyzer (``unit_cjk_fulltext``): a unit without it is not in that index at all, so English
+    text is indexed once."""
+    return text if written_in_cjk(text) else None
 
 
 def add_knowledge(*, graph: DocumentGraph, units: Sequence[Unit], extractions: Sequence[Extraction]) -> None:

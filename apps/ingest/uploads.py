@@ -28,6 +28,7 @@ from apps.ingest.models import IngestJob
 from apps.ingest.parsing import SUPPORTED_EXTENSIONS
 from apps.ingest.parsing.formats import FORMATS
 from apps.ingest.parsing.text import suffix_of
+from apps.vectors.spaces import AUTO, collection_space_choose
 
 User = AbstractBaseUser | AnonymousUser
 
@@ -117,15 +118,20 @@ def actor_of(user: User) -> str:
     return f"user:{user.get_username()}" if user.is_authenticated else "system:ingest"
 
 
-def uploads_submit(*, user: User, collection: str, files: Sequence[UploadedFile[bytes]]) -> IngestJob:
+def uploads_submit(
+    *, user: User, collection: str, files: Sequence[UploadedFile[bytes]], space: str = AUTO
+) -> IngestJob:
     """Check the files, resolve the collection and queue an ingestion job for them.
 
-    A new collection is owned by ``user``; the job's documents are logged with ``user`` as actor.
-    Raises UploadRefused (nothing stored) when the request is not accepted, Busy (nothing stored)
-    when the ingestion queue is full."""
+    A new collection is owned by ``user`` and gets the text ``space`` chosen for it (``auto``: its
+    first documents' language decides); an existing one keeps its own. The job's documents are
+    logged with ``user`` as actor. Raises UploadRefused (nothing stored) when the request is not
+    accepted, Busy (nothing stored) when the ingestion queue is full."""
     name = upload_collection(user=user, name=collection)
     uploads_check(files)
     queue_admit("ingest", limit=settings.MAX_INGEST_QUEUE, what="ingestion queue full")
+    if not Collection.objects.filter(name=name).exists():
+        collection_space_choose(name, space)
     return job_create(
         collection=name,
         uploads=[(f.name or "upload", f) for f in files],

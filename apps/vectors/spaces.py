@@ -19,6 +19,13 @@ from apps.vectors.models import CollectionSpace
 from apps.vectors.types import TEXT_SPACES
 
 TEXT, MULTILINGUAL = "text", "mtext"
+AUTO = "auto"  # a new collection's space settled by its first documents' language
+# What a user picks for a new collection (the upload form, the REST API).
+SPACE_CHOICES = (
+    (AUTO, "by its first documents' language"),
+    (TEXT, "English (all-MiniLM-L6-v2, fastest)"),
+    (MULTILINGUAL, "multilingual (multilingual-e5-small: Chinese and about 100 languages)"),
+)
 ENGLISH = ("en", "und")  # "und": no letters to judge by (tables of numbers, images without text)
 
 
@@ -45,6 +52,18 @@ def collection_space_set(collection: str, space: str) -> None:
     if space not in TEXT_SPACES:
         raise ValueError(f"unknown text space {space!r} (use one of {', '.join(TEXT_SPACES)})")
     CollectionSpace.objects.update_or_create(collection=collection, defaults={"space": space})
+
+
+def collection_space_choose(collection: str, space: str) -> None:
+    """A new collection's space as its creator chose it (``SPACE_CHOICES``); ``auto`` leaves it to its
+    first documents."""
+    if space != AUTO:
+        collection_space_set(collection, space)
+
+
+def settled_spaces(collections: Iterable[str]) -> dict[str, str]:
+    """The text space of each named collection whose space is settled (chosen, or set by its documents)."""
+    return dict(CollectionSpace.objects.filter(collection__in=list(collections)).values_list("collection", "space"))
 
 
 def collection_spaces(collections: Iterable[str] | None) -> dict[str, str]:

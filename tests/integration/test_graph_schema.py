@@ -69,3 +69,25 @@ def test_support_lists_of_an_older_graph_become_evidence_edges(empty_graph: Driv
             {"predicate": "knew", "document": "d2", "collection": "vault", "units": ["c2", "r1"]},
         ]
         assert record["lists"] == []
+
+
+def test_the_cjk_index_holds_only_cjk_text_and_older_graphs_are_moved_to_it(empty_graph: Driver) -> None:
+    graph_schema_apply(driver=empty_graph)
+    empty_graph.execute_query("DROP INDEX unit_cjk_fulltext IF EXISTS")
+    empty_graph.execute_query(  # the first cjk index, over every unit's text
+        "CREATE FULLTEXT INDEX unit_text_cjk_fulltext IF NOT EXISTS"
+        " FOR (n:Chunk|Row|Image) ON EACH [n.text, n.language] OPTIONS {indexConfig: {`fulltext.analyzer`: 'cjk'}}"
+    )
+    empty_graph.execute_query(
+        "CREATE (:Chunk {id: 'zh', text: '黑豹队的防守只丢了 308 分', language: 'zh'}),"
+        " (:Chunk {id: 'en', text: 'The Panthers defense gave up 308 points', language: 'en'})"
+    )
+    graph_schema_apply(driver=empty_graph)
+    names = graph_schema_names(driver=empty_graph)
+    assert "unit_text_cjk_fulltext" not in names and "unit_cjk_fulltext" in names
+    empty_graph.execute_query("CALL db.awaitIndexes(60)")
+    found = empty_graph.execute_query(
+        "CALL db.index.fulltext.queryNodes('unit_cjk_fulltext', $query) YIELD node RETURN collect(node.id) AS ids",
+        query="防守 OR 308 OR Panthers",
+    ).records[0]["ids"]
+    assert found == ["zh"]  # the English chunk is not in it

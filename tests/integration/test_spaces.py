@@ -71,3 +71,16 @@ def test_each_collection_is_searched_in_its_own_space(empty_graph: Driver) -> No
     assert not store_ids("mtext", {"zh-docs"}) and store_ids("text", {"zh-docs"})
     assert set(store_ids("text", {"en-docs"}).values())  # the other collection is untouched
     assert check("text")["ok"] and check("mtext")["ok"]
+
+
+def test_only_chinese_units_carry_the_text_of_the_cjk_index(empty_graph: Driver) -> None:
+    extractor = default_extractor()
+    upload_ingest(driver=empty_graph, name="superbowl.txt", data=ZH.encode(), collection="zh-docs", extractor=extractor)
+    upload_ingest(driver=empty_graph, name="moss.txt", data=EN.encode(), collection="en-docs", extractor=extractor)
+    rows = empty_graph.execute_query(
+        "MATCH (c:Chunk) RETURN c.collection AS collection, c.text_cjk IS NOT NULL AS cjk, c.language AS language"
+    ).records
+    assert {(r["collection"], r["cjk"], r["language"]) for r in rows} == {
+        ("zh-docs", True, "zh"),
+        ("en-docs", False, "en"),
+    }

@@ -104,7 +104,7 @@ RETURN u.id AS start, seed.score AS start_score, null AS entity, 0 AS degree, nu
 """
 
 # The lexical seed channel: Lucene's BM25 over the text of chunks, rows and images ($index:
-# unit_text_fulltext, or unit_text_cjk_fulltext for a question in Chinese, Japanese or Korean; kept
+# unit_text_fulltext, or unit_cjk_fulltext for a question in Chinese, Japanese or Korean; kept
 # up to date by Neo4j as units are written and deleted). The index spans every collection, so it is
 # asked for $limit hits and the first $k in $collections are kept.
 ANSWER_LEXICAL = """

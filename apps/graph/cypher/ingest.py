@@ -26,7 +26,8 @@ MATCH (d:Document {id: row.document_id})
 CREATE (d)-[:HAS_CHUNK]->(c:Chunk {id: row.id})
 SET c.text = row.text, c.ord = row.ord, c.sha256 = row.sha256, c.start = row.start, c.end = row.end,
     c.page = row.page, c.sentence_starts = row.sentence_starts, c.sentence_ends = row.sentence_ends,
-    c.document_id = row.document_id, c.collection = row.collection, c.language = row.language
+    c.document_id = row.document_id, c.collection = row.collection, c.language = row.language,
+    c.text_cjk = row.text_cjk
 """
 
 CHUNKS_LINK_NEXT = """
@@ -42,7 +43,7 @@ CREATE (d)-[:HAS_IMAGE]->(i:Image {id: row.id})
 SET i.path = row.path, i.thumbnail = row.thumbnail, i.sha256 = row.sha256, i.width = row.width,
     i.height = row.height, i.format = row.format, i.page = row.page, i.name = row.name,
     i.text = row.text, i.labels = row.labels, i.label_scores = row.label_scores, i.ocr_text = row.ocr_text,
-    i.document_id = row.document_id, i.collection = row.collection
+    i.document_id = row.document_id, i.collection = row.collection, i.text_cjk = row.text_cjk
 """
 
 TABLES_CREATE = """
@@ -57,7 +58,7 @@ UNWIND $rows AS row
 MATCH (t:Table {id: row.table_id})
 CREATE (t)-[:HAS_ROW]->(r:Row {id: row.id})
 SET r.idx = row.idx, r.cells = row.cells, r.text = row.text, r.document_id = row.document_id,
-    r.collection = row.collection
+    r.collection = row.collection, r.text_cjk = row.text_cjk
 """
 
 ENTITIES_MERGE = """

@@ -65,14 +65,14 @@ SCHEMA_INDEXES: tuple[tuple[str, str], ...] = (
         "CREATE FULLTEXT INDEX unit_text_fulltext IF NOT EXISTS FOR (n:Chunk|Row|Image) ON EACH [n.text]"
         " OPTIONS {indexConfig: {`fulltext.analyzer`: 'english'}}",
     ),
-    # The same text for questions written without spaces between words (Chinese, Japanese, Korean):
-    # Lucene's cjk analyzer indexes overlapping character pairs, where the english one sees single
-    # characters (apps/answers/lexical.py picks the index by the question's script). Neo4j keeps one
-    # full-text index per labels and properties, so this one also spans the unit's language code.
+    # The text of units written in Chinese, Japanese or Korean (``text_cjk``, set only on those) for
+    # questions in those scripts: Lucene's cjk analyzer indexes overlapping character pairs, where the
+    # english one sees single characters (apps/answers/lexical.py picks the index by the question's
+    # script). A unit without the property is not in this index, so English text costs one index.
     (
-        "unit_text_cjk_fulltext",
-        "CREATE FULLTEXT INDEX unit_text_cjk_fulltext IF NOT EXISTS"
-        " FOR (n:Chunk|Row|Image) ON EACH [n.text, n.language] OPTIONS {indexConfig: {`fulltext.analyzer`: 'cjk'}}",
+        "unit_cjk_fulltext",
+        "CREATE FULLTEXT INDEX unit_cjk_fulltext IF NOT EXISTS"
+        " FOR (n:Chunk|Row|Image) ON EACH [n.text_cjk] OPTIONS {indexConfig: {`fulltext.analyzer`: 'cjk'}}",
     ),
 )
 
@@ -92,6 +92,17 @@ SET u.collection = d.collection
 RETURN count(u) AS filled
 """,
 )
+
+# Older graphs: the first cjk index spanned every unit ([text, language]) and so indexed English text
+# twice; it is dropped, and Chinese, Japanese and Korean chunks get the property the new one reads.
+RETIRED_INDEXES = ("unit_text_cjk_fulltext",)
+DROP_INDEX = "DROP INDEX {name} IF EXISTS"
+CJK_TEXT_BACKFILL = """
+MATCH (c:Chunk)
+WHERE c.language IN ['zh', 'ja', 'ko'] AND c.text_cjk IS NULL
+SET c.text_cjk = c.text
+RETURN count(c) AS filled
+"""
 
 # Graphs written while support was kept in list properties (an entity's and a relation's documents, a
 # relation's evidence units) are converted on schema apply, a page of $limit at a time: each relation's

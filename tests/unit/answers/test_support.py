@@ -7,9 +7,14 @@ from dataclasses import replace
 
 from apps.answers.prompt import prompt_assemble
 from apps.answers.support import (
+    CJK,
+    FROM_CJK,
     SAID,
+    SAME,
+    TO_CJK,
     UNSUPPORTED_WORDS,
     EvidenceParams,
+    Thresholds,
     answer_refusal,
     answer_support,
     evidence_measure,
@@ -24,6 +29,7 @@ TEXT = (
     "Moss Society\n\nThe Moss Society is a learned society founded in 1903. It meets in York every spring. "
     "Its first president was Gwendolyn Pryce."
 )
+WHERE_ZH = "苔藓学会在哪里开会？"  # noqa: RUF001
 PARAMS = EvidenceParams(min_similarity=0.3, min_coverage=0.5, min_answer_support=0.5)
 
 
@@ -43,6 +49,23 @@ def test_a_question_about_something_the_sources_never_name_is_not() -> None:
     assert evidence.coverage == 0.0
     assert not evidence_sufficient(evidence, PARAMS)
     assert not evidence_sufficient(evidence_measure("Who founded the Moss Society?", [chunk(rerank=0.1)]), PARAMS)
+
+
+def test_each_reading_is_held_to_its_own_thresholds() -> None:
+    readings = {CJK: Thresholds(0.2, 0.4), TO_CJK: Thresholds(0.5, 0.0), FROM_CJK: Thresholds(0.6, 0.0)}
+    params = replace(PARAMS, readings=readings)
+    chinese = "苔藓学会\n\n苔藓学会是一个成立于1903年的学术团体。它每年春天在约克开会。"
+    zh = evidence_measure(WHERE_ZH, [chunk(chinese, rerank=0.25)])
+    assert zh.reading == CJK and zh.coverage > 0.4
+    assert evidence_sufficient(zh, params) and not evidence_sufficient(zh, PARAMS)  # 0.25: above 0.2, below 0.3
+    across = evidence_measure("Where does the Moss Society meet?", [chunk(chinese, rerank=0.45)])
+    assert (across.reading, across.coverage) == (TO_CJK, 1.0)
+    assert not evidence_sufficient(across, params) and evidence_sufficient(across, PARAMS)
+    back = evidence_measure(WHERE_ZH, [chunk(rerank=0.55)])
+    assert (back.reading, back.coverage) == (FROM_CJK, 1.0)
+    assert not evidence_sufficient(back, params) and evidence_sufficient(back, PARAMS)
+    english = evidence_measure("Who founded the Moss Society?", [chunk(rerank=0.35)])
+    assert english.reading == SAME and evidence_sufficient(english, params)  # the general thresholds
 
 
 def test_longer_words_weigh_more_and_stems_match_inflections() -> None:

@@ -74,10 +74,11 @@ def test_the_retrieval_warm_up_loads_models_vectors_and_a_graph_connection(
 
     from apps.answers import analysis, tools
     from apps.graph import cypher, db, driver
-    from apps.vectors import registry
+    from apps.vectors import registry, spaces
     from apps.vectors.errors import VectorIndexError
 
     done: list[str] = []
+    monkeypatch.setattr(spaces, "multilingual_collections", list)
 
     class NoIndexYet:
         def get(self, space: str) -> None:
@@ -97,3 +98,32 @@ def test_the_retrieval_warm_up_loads_models_vectors_and_a_graph_connection(
     question = warm.WARM_QUESTION
     assert done == [f"analyse {question}", f"embed {question}", "vectors text", f"graph driver {cypher.PING}"]
     assert "the text vectors are not loaded" in caplog.text  # an empty install warms the rest
+
+
+def test_the_retrieval_warm_up_loads_the_multilingual_space_when_a_collection_uses_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from types import SimpleNamespace
+
+    from apps.answers import analysis, tools
+    from apps.graph import db, driver
+    from apps.vectors import registry, spaces
+
+    done: list[str] = []
+
+    class Indexes:
+        def get(self, space: str) -> None:
+            done.append(f"vectors {space}")
+
+    def embedder(name: str) -> SimpleNamespace:
+        return SimpleNamespace(embed_queries=lambda questions: done.append(f"embed {name}"))
+
+    loaded = SimpleNamespace(tokenize=None, ner_model=None, text=embedder("text"), clip=None, embedder=embedder)
+    monkeypatch.setattr(tools, "default_tools", lambda: loaded)
+    monkeypatch.setattr(spaces, "multilingual_collections", lambda: ["wenzhang"])
+    monkeypatch.setattr(analysis, "query_analyse", lambda **kwargs: done.append("analyse"))
+    monkeypatch.setattr(registry, "vector_registry", Indexes)
+    monkeypatch.setattr(driver, "get_driver", lambda: "driver")
+    monkeypatch.setattr(db, "graph_read", lambda d, statement: done.append("graph"))
+    warm.warm_retrieval()
+    assert done == ["analyse", "embed text", "embed mtext", "vectors text", "vectors mtext", "graph"]

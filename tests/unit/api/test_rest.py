@@ -100,6 +100,23 @@ def test_collections_list_only_what_the_key_reads_and_curators_create_their_own(
     )
 
 
+def test_a_collection_is_created_in_the_text_space_asked_for() -> None:
+    _user, key = keyed("cora", "curator")
+    client = Client()
+    for name, space in (("wen", "mtext"), ("plain", "text"), ("later", "auto")):
+        made = client.post(
+            "/api/v1/collections", {"name": name, "space": space}, content_type="application/json", **bearer(key)
+        )
+        assert made.status_code == 201 and made.json()["space"] == (None if space == "auto" else space)
+    listed = {c["name"]: c["space"] for c in client.get("/api/v1/collections", **bearer(key)).json()}
+    assert listed == {"wen": "mtext", "plain": "text", "later": None}
+    wrong = client.post(
+        "/api/v1/collections", {"name": "x", "space": "klingon"}, content_type="application/json", **bearer(key)
+    )
+    assert wrong.status_code == 400 and "space" in wrong.json()["message"]
+    assert not Collection.objects.filter(name="x").exists()
+
+
 def test_owners_grant_and_revoke_others_see_missing_or_forbidden() -> None:
     owner, key = keyed("cora", "curator")
     collection_ensure(name="mine", owner=owner)

@@ -15,6 +15,7 @@ from apps.ingest.models import IngestJob
 from apps.ingest.parsing import MIME_TYPES, SUPPORTED_EXTENSIONS
 from apps.ingest.parsing.formats import FORMATS
 from apps.ingest.uploads import UploadLimits, UploadRefused, content_type_check, uploads_check, uploads_submit
+from apps.vectors.spaces import collection_spaces, settled_spaces
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 32
 GOOD = [
@@ -114,6 +115,25 @@ def test_a_submit_creates_the_job_owned_and_logged_by_the_uploader(settings: Set
     assert (job.collection, job.actor, job.state) == ("fresh", "user:ulla", "queued")
     assert Collection.objects.get(name="fresh").owner == user
     assert Path(job.files[0]["stored"]).read_bytes() == b"Ada Lovelace"
+
+
+@pytest.mark.django_db
+def test_a_new_collection_gets_the_text_space_chosen_and_an_existing_one_keeps_its_own(
+    admin_client: Client, settings: SettingsWrapper, tmp_path: Path
+) -> None:
+    settings.UPLOAD_DIR = tmp_path
+    form = {"collection": "", "new_collection": "wenzhang", "new_collection_space": "mtext"}
+    uploaded = admin_client.post("/curation/documents/upload/", {**form, "files": [SimpleUploadedFile("a.txt", b"x")]})
+    assert uploaded.status_code == 302
+    assert collection_spaces(["wenzhang"]) == {"wenzhang": "mtext"}
+    again = {"collection": "wenzhang", "new_collection_space": "text", "files": [SimpleUploadedFile("b.txt", b"y")]}
+    assert admin_client.post("/curation/documents/upload/", again).status_code == 302
+    assert collection_spaces(["wenzhang"]) == {"wenzhang": "mtext"}  # chosen once, at creation
+    user = User.objects.create_user("ulla")
+    uploads_submit(user=user, collection="later", files=[SimpleUploadedFile("c.txt", b"z")])
+    assert settled_spaces(["later"]) == {}  # auto: its first documents decide
+    page = admin_client.get("/curation/documents/").content.decode()
+    assert 'name="new_collection_space"' in page and "multilingual" in page
 
 
 @pytest.mark.django_db
