@@ -22,6 +22,7 @@ from django.conf import settings
 logger = logging.getLogger(__name__)
 
 WARM_QUESTION = "Who founded the society that publishes the journal?"
+WARM_QUESTION_ZH = "谁创办了出版这本期刊的学会？"  # noqa: RUF001
 
 
 def warm_retrieval() -> None:
@@ -42,8 +43,9 @@ def warm_retrieval() -> None:
     query_analyse(question=WARM_QUESTION, tokenize=tools.tokenize, ner_model=tools.ner_model)
     tools.text.embed_queries([WARM_QUESTION])
     multilingual = bool(text_spaces.multilingual_collections())  # e5 and its index, when a collection uses them
-    if multilingual:
-        tools.embedder(text_spaces.MULTILINGUAL).embed_queries([WARM_QUESTION])
+    if multilingual:  # and rjieba's dictionary, which only a question in Chinese loads
+        query_analyse(question=WARM_QUESTION_ZH, tokenize=tools.tokenize, ner_model=tools.ner_model)
+        tools.embedder(text_spaces.MULTILINGUAL).embed_queries([WARM_QUESTION_ZH])
     used = ("text", *((text_spaces.MULTILINGUAL,) if multilingual else ()), *(("clip",) if tools.clip else ()))
     for space in used:
         try:

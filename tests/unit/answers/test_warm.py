@@ -126,4 +126,4 @@ def test_the_retrieval_warm_up_loads_the_multilingual_space_when_a_collection_us
     monkeypatch.setattr(driver, "get_driver", lambda: "driver")
     monkeypatch.setattr(db, "graph_read", lambda d, statement: done.append("graph"))
     warm.warm_retrieval()
-    assert done == ["analyse", "embed text", "embed mtext", "vectors text", "vectors mtext", "graph"]
+    assert done == ["analyse", "embed text", "analyse", "embed mtext", "vectors text", "vectors mtext", "graph"]
