@@ -22,9 +22,9 @@ TEXT, MULTILINGUAL = "text", "mtext"
 AUTO = "auto"  # a new collection's space settled by its first documents' language
 # What a user picks for a new collection (the upload form, the REST API).
 SPACE_CHOICES = (
-    (AUTO, "by its first documents' language"),
-    (TEXT, "English (all-MiniLM-L6-v2, fastest)"),
-    (MULTILINGUAL, "multilingual (multilingual-e5-small: Chinese and about 100 languages)"),
+    (AUTO, "by its documents' language"),
+    (TEXT, "English (MiniLM, fastest)"),
+    (MULTILINGUAL, "multilingual (e5-small)"),
 )
 ENGLISH = ("en", "und")  # "und": no letters to judge by (tables of numbers, images without text)
 
