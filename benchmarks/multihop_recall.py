@@ -142,7 +142,11 @@ def main() -> int:
     for dataset, rows in results.items():
         for row in rows:
             cells = "  ".join(f"R@{k} {row[f'recall@{k}']:.3f}" for k in KS)
-            print(f"{dataset:9} {row['mode']:16} {cells}  p50 {row['retrieval_p50_ms']:.1f} ms")
+            answer_at_1 = "  -  " if row["answer_at_1"] is None else f"{row['answer_at_1']:.3f}"
+            print(
+                f"{dataset:9} {row['mode']:16} {cells}  all@5 {row['all_supporting@5']:.3f}  ans@1 {answer_at_1}"
+                f"  pool {row['pool_recall']:.3f} ({row['pool_size']:.0f})  p50 {row['retrieval_p50_ms']:.1f} ms"
+            )
     print(f"written to {out}")
     return 0
 

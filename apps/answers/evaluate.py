@@ -4,18 +4,22 @@ from __future__ import annotations
 
 import logging
 import statistics
+from collections import defaultdict
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from apps.answers.evaluation import (
     EvalQuestion,
     ModeReport,
+    all_supporting_at,
+    answer_bearing,
     corpus_name,
     eval_corpus,
     eval_questions,
     exact_match,
     f1_score,
     recall_at,
+    supporting_texts,
 )
 from apps.answers.pipeline import RetrievalParams, RetrievalTools, retrieve
 from apps.graph.driver import get_driver
@@ -64,13 +68,24 @@ def mode_evaluate(
 ) -> ModeReport:
     """Recall@k of one retrieval mode over the questions (and EM/F1 when ``generate`` is given)."""
     recalls: dict[int, list[float]] = {k: [] for k in ks}
-    ems, f1s, latencies = [], [], []
+    ems, f1s, latencies, complete, first, pool, sizes = [], [], [], [], [], [], []
+    stages: dict[str, list[float]] = defaultdict(list)
     for question in questions:
         retrieval = retrieve(question=question.question, collections=[collection], tools=tools, params=params)
         latencies.append(sum(retrieval.timings_ms.values()))
+        for stage, ms in retrieval.timings_ms.items():
+            stages[stage].append(ms)
         documents = [candidate.document for candidate in retrieval.candidates]
         for k in ks:
             recalls[k].append(recall_at(documents, question.supporting, k))
+        complete.append(all_supporting_at(documents, question.supporting, 5))
+        pool.append(recall_at(documents, question.supporting, len(documents)))
+        sizes.append(len(set(documents)))
+        if any(answer_bearing(text, question.answers) for text in supporting_texts(question)):
+            top = retrieval.candidates[0] if retrieval.candidates else None
+            first.append(
+                top is not None and top.document in question.supporting and answer_bearing(top.text, question.answers)
+            )
         if generate is not None:
             prediction = generate(retrieval.prompt.system, retrieval.prompt.user)
             ems.append(exact_match(prediction, question.answers))
@@ -82,6 +97,11 @@ def mode_evaluate(
         exact_match=statistics.fmean(ems) if ems else None,
         f1=statistics.fmean(f1s) if f1s else None,
         p50_ms=statistics.median(latencies) if latencies else 0.0,
+        all_supporting_at_5=statistics.fmean(complete) if complete else 0.0,
+        answer_at_1=statistics.fmean(first) if first else None,
+        pool_recall=statistics.fmean(pool) if pool else 0.0,
+        pool_size=statistics.median(sizes) if sizes else 0.0,
+        stage_p50_ms={stage: statistics.median(values) for stage, values in stages.items()},
     )
 
 

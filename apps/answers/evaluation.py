@@ -17,7 +17,7 @@ import re
 import string
 from collections import Counter
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from apps.ingest import corpora
@@ -150,6 +150,29 @@ def recall_at(ranked_documents: Sequence[str], supporting: frozenset[str], k: in
     return len(supporting & set(distinct_documents(ranked_documents)[:k])) / len(supporting)
 
 
+def all_supporting_at(ranked_documents: Sequence[str], supporting: frozenset[str], k: int) -> bool:
+    """Whether every supporting passage is among the first ``k`` distinct documents (a bridge question
+    needs both of its hops in the prompt, not one)."""
+    return bool(supporting) and supporting <= set(distinct_documents(ranked_documents)[:k])
+
+
+YES_NO = frozenset({"yes", "no"})
+
+
+def answer_bearing(text: str, answers: Sequence[str]) -> bool:
+    """Whether ``text`` contains one of the answers as whole words (after SQuAD's normalisation); a
+    yes or no answer is borne by no passage."""
+    words = f" {normalise_answer(text)} "
+    return any(
+        (found := normalise_answer(answer)) and found not in YES_NO and f" {found} " in words for answer in answers
+    )
+
+
+def supporting_texts(question: EvalQuestion) -> list[str]:
+    """The supporting passages' texts (``gold`` lists them first, then one that does not support)."""
+    return [text for _title, text in question.gold[: len(question.supporting)]]
+
+
 _CJK_CHAR = re.compile(r"([\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff])")
 
 
@@ -186,13 +209,23 @@ class ModeReport:
     exact_match: float | None = None
     f1: float | None = None
     p50_ms: float = 0.0
+    all_supporting_at_5: float = 0.0  # share of questions with every supporting passage in the top 5
+    answer_at_1: float | None = None  # share with an answer-bearing supporting passage first (of those that have one)
+    pool_recall: float = 0.0  # recall over every reranked candidate: what a better ranking could reach
+    pool_size: float = 0.0  # median distinct documents among them
+    stage_p50_ms: dict[str, float] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, object]:
         return {
             "mode": self.mode,
             "questions": self.questions,
             **{f"recall@{k}": round(value, 4) for k, value in sorted(self.recall.items())},
+            "all_supporting@5": round(self.all_supporting_at_5, 4),
+            "answer_at_1": None if self.answer_at_1 is None else round(self.answer_at_1, 4),
+            "pool_recall": round(self.pool_recall, 4),
+            "pool_size": self.pool_size,
             "exact_match": None if self.exact_match is None else round(self.exact_match, 4),
             "f1": None if self.f1 is None else round(self.f1, 4),
             "retrieval_p50_ms": round(self.p50_ms, 1),
+            "stage_p50_ms": {stage: round(ms, 2) for stage, ms in self.stage_p50_ms.items()},
         }

@@ -7,7 +7,17 @@ from pathlib import Path
 import pytest
 from django.conf import settings
 
-from apps.answers.evaluation import eval_corpus, eval_questions, exact_match, f1_score, recall_at
+from apps.answers.evaluation import (
+    EvalQuestion,
+    all_supporting_at,
+    answer_bearing,
+    eval_corpus,
+    eval_questions,
+    exact_match,
+    f1_score,
+    recall_at,
+    supporting_texts,
+)
 
 
 def test_recall_counts_distinct_documents_in_the_first_k() -> None:
@@ -15,6 +25,21 @@ def test_recall_counts_distinct_documents_in_the_first_k() -> None:
     assert recall_at(ranked, frozenset({"a", "c"}), 2) == 0.5
     assert recall_at(ranked, frozenset({"a", "c"}), 3) == 1.0
     assert recall_at([], frozenset({"a"}), 5) == 0.0
+
+
+def test_all_supporting_needs_every_supporting_passage_in_the_first_k() -> None:
+    ranked = ["a", "a", "b", "c", "d"]
+    assert not all_supporting_at(ranked, frozenset({"a", "c"}), 2)
+    assert all_supporting_at(ranked, frozenset({"a", "c"}), 3)
+    assert not all_supporting_at(ranked, frozenset(), 5)
+
+
+def test_an_answer_is_borne_by_whole_words_and_never_by_yes_or_no() -> None:
+    assert answer_bearing("The Tamsin reaches the sea at the port of Vell.", ["Vell"])
+    assert not answer_bearing("Vellum was made there.", ["Vell"])
+    assert not answer_bearing("No, it is not.", ["no"])
+    question = EvalQuestion("q", "Where?", ("Vell",), frozenset({"a"}), (("A", "at Vell"), ("B", "distractor")))
+    assert supporting_texts(question) == ["at Vell"]
 
 
 def test_exact_match_and_f1_normalise_like_squad() -> None:
