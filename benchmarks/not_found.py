@@ -49,7 +49,7 @@ from apps.answers.evaluate import FOREIGN, corpus_ensure, eval_collection, files
 from apps.answers.evaluation import XQUAD_DATASETS, eval_questions
 from apps.answers.pipeline import retrieve
 from apps.answers.services import evidence_params
-from apps.answers.support import CJK, FROM_CJK, TO_CJK, Evidence, evidence_measure
+from apps.answers.support import CJK, FROM_CJK, SAME, TO_CJK, Evidence, EvidenceParams, evidence_measure
 from apps.answers.tools import default_tools, retrieval_params
 from apps.graph.driver import get_driver
 from apps.graph.schema import graph_schema_apply
@@ -142,6 +142,39 @@ def signals_of(halves: dict[str, dict[str, list[Evidence]]]) -> dict[str, Any]:
     }
 
 
+def reading_rows(
+    pair: str,
+    half: str,
+    evidence: dict[str, list[Evidence]],
+    params: EvidenceParams,
+    fitted: dict[str, tuple[float, float]],
+) -> list[dict[str, Any]]:
+    """One pair's questions of one half: for each reading among them, the share refused under the
+    settings' thresholds and (for a fitted reading) under the fitted ones."""
+    rows = []
+    for reading in sorted({e.reading for kind in evidence.values() for e in kind}):
+        answerable = [e for e in evidence["answerable"] if e.reading == reading]
+        unanswerable = [e for e in evidence["unanswerable"] if e.reading == reading]
+        current = params.thresholds(reading)
+        choices = {"settings": (current.min_similarity, current.min_coverage)}
+        if reading in fitted:
+            choices["fitted"] = fitted[reading]
+        for name, (s, c) in choices.items():
+            rows.append(
+                {
+                    "pair": pair,
+                    "reading": reading,
+                    "half": half,
+                    "split": "tuning" if half == "even" else "validation",
+                    "thresholds": name,
+                    "questions": len(answerable),
+                    "unanswerable_refused": round(refused(unanswerable, s, c), 4),
+                    "answerable_refused": round(refused(answerable, s, c), 4),
+                }
+            )
+    return rows
+
+
 def languages_main(args: argparse.Namespace) -> int:
     data_dir = Path(settings.DEMO_DATA_DIR)
     load_before = os.getloadavg()
@@ -154,31 +187,12 @@ def languages_main(args: argparse.Namespace) -> int:
         r: fit(of(r, "even", "answerable"), of(r, "even", "unanswerable"), args.max_wrong) for r in FITTED_READINGS
     }
     params = evidence_params()
-    rows: list[dict[str, Any]] = []
-    for pair, by_half in signals.items():
-        for half in HALVES:
-            evidence = by_half[half]
-            readings = {e.reading for e in (*evidence["answerable"], *evidence["unanswerable"])}
-            for reading in sorted(readings):
-                current = params.thresholds(reading)
-                choices = {"settings": (current.min_similarity, current.min_coverage)}
-                if reading in fitted:
-                    choices["fitted"] = fitted[reading]
-                for name, (s, c) in choices.items():
-                    answerable = [e for e in evidence["answerable"] if e.reading == reading]
-                    unanswerable = [e for e in evidence["unanswerable"] if e.reading == reading]
-                    rows.append(
-                        {
-                            "pair": pair,
-                            "reading": reading,
-                            "half": half,
-                            "split": "tuning" if half == "even" else "validation",
-                            "thresholds": name,
-                            "questions": len(answerable),
-                            "unanswerable_refused": round(refused(unanswerable, s, c), 4),
-                            "answerable_refused": round(refused(answerable, s, c), 4),
-                        }
-                    )
+    rows = [
+        row
+        for pair, by_half in signals.items()
+        for half in HALVES
+        for row in reading_rows(pair, half, by_half[half], params, fitted)
+    ]
     report = {
         "benchmark": "not_found_languages",
         "command": "make bench-not-found BENCH_ARGS=" + repr(" ".join(sys.argv[1:])),
@@ -187,7 +201,7 @@ def languages_main(args: argparse.Namespace) -> int:
         "questions_per_pair": args.limit,
         "max_wrong": args.max_wrong,
         "fitted": {r: {"min_similarity": s, "min_coverage": c} for r, (s, c) in fitted.items()},
-        "settings": {r: dataclasses.asdict(params.thresholds(r)) for r in (*FITTED_READINGS, "same")},
+        "settings": {r: dataclasses.asdict(params.thresholds(r)) for r in (*FITTED_READINGS, SAME)},
         "results": rows,
         "signals": {pair: signals_of(halves) for pair, halves in signals.items()},
     }

@@ -43,10 +43,11 @@ def graph_schema_apply(*, driver: Driver, database: str | None = None) -> Schema
         if name not in before:
             driver.execute_query(statement, database_=db)
             logger.info("graph schema: created %s", name)
-    for statement in (*cypher.UNIT_COLLECTIONS_BACKFILL, cypher.CJK_TEXT_BACKFILL):
+    backfills = [(statement, "the collection") for statement in cypher.UNIT_COLLECTIONS_BACKFILL]
+    for statement, what in [*backfills, (cypher.CJK_TEXT_BACKFILL, "the cjk index's text")]:
         records, _, _ = driver.execute_query(statement, database_=db)
         if records and records[0]["filled"]:
-            logger.info("graph schema: set the collection of %d units", records[0]["filled"])
+            logger.info("graph schema: set %s of %d units", what, records[0]["filled"])
     for statement in (cypher.SUPPORT_LISTS_CONVERT, cypher.ENTITY_DOCUMENTS_REMOVE):
         while converted := driver.execute_query(statement, limit=CONVERT_PAGE, database_=db)[0][0]["converted"]:
             logger.info("graph schema: %d support lists converted to edges", converted)
