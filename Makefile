@@ -13,14 +13,14 @@ WITH_ENV := bash scripts/with-env.sh
 # and state under var/test, so it never touches a running development stack.
 LINT_ENV := DJANGO_DEBUG=1 DJANGO_SECRET_KEY=lint
 
-.PHONY: help setup run up down status doctor migrate graph-schema chromium test test-unit lint format bench-ingest bench-vectors bench-answers bench-scale bench-answer-quality bench-not-found bench-multihop bench-quality bench-encoders bench-encoders-multilingual bench-space-scale bench-analysis bench-attribution bench-ledger attribution-calibrate
+.PHONY: help setup run up down status doctor migrate graph-schema chromium test test-unit lint format bench-ingest bench-vectors bench-answers bench-scale bench-answer-quality bench-not-found bench-multihop train-reranker bench-quality bench-encoders bench-encoders-multilingual bench-space-scale bench-analysis bench-attribution bench-ledger attribution-calibrate
 
 help:
 	@echo "make run      set up this machine, start everything, serve http://127.0.0.1:8000"
 	@echo "make test     run the whole test suite (lint, unit and integration, real services)"
 	@echo "make up       start Neo4j, Redis, the Celery worker and the web server in the background"
 	@echo "make down     stop exactly what 'make up' started"
-	@echo "make status | doctor | migrate | graph-schema | lint | format | bench-ingest | bench-vectors | bench-answers | bench-scale | bench-answer-quality | bench-not-found | bench-multihop | bench-quality | bench-encoders | bench-encoders-multilingual | bench-space-scale | bench-analysis | bench-attribution | bench-ledger | bench-load | bench-warm | attribution-calibrate"
+	@echo "make status | doctor | migrate | graph-schema | lint | format | bench-ingest | bench-vectors | bench-answers | bench-scale | bench-answer-quality | bench-not-found | bench-multihop | train-reranker | bench-quality | bench-encoders | bench-encoders-multilingual | bench-space-scale | bench-analysis | bench-attribution | bench-ledger | bench-load | bench-warm | attribution-calibrate"
 
 setup:
 	@RAGKG_VENV="$(VENV)" bash scripts/bootstrap.sh
@@ -114,6 +114,12 @@ endef
 
 bench-multihop: setup
 	$(call bench_multihop_run,benchmarks/multihop_recall.py)
+
+# The learned ranker (apps/answers/ranker.py): features of the HotpotQA and MuSiQue tuning questions' candidate
+# pools collected from the same private Neo4j, cross-validated, fitted and written to apps/answers/data/.
+# BENCH_ARGS: --pool N, --hidden N, --ablations
+train-reranker: setup
+	$(call bench_multihop_run,benchmarks/train_reranker.py)
 
 # Answer quality and speed of every offline generator (exact match, F1, time to first token, total with
 # attribution) on the HotpotQA and MuSiQue samples and 2Wiki dev300, with gold passages and with the

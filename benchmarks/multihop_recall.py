@@ -81,7 +81,8 @@ def _before(params: RetrievalParams) -> RetrievalParams:
 
 
 # Each graph variant is the configured graph mode with one part changed (an ablation is one flag);
-# "graph-before" turns every part this benchmark ablates off at once.
+# "graph-before" turns every part this benchmark ablates off at once; "graph-weighted" is the hand-weighted
+# order (cosine + support + lexical, then bridges) over the pool of 40 it had before the learned ranker.
 VARIANTS: dict[str, Callable[[RetrievalParams], RetrievalParams]] = {
     "graph": lambda params: params,
     "graph-no-lexical": _without_lexical,
@@ -92,6 +93,10 @@ VARIANTS: dict[str, Callable[[RetrievalParams], RetrievalParams]] = {
     "graph-synonyms-0.95": _synonyms_from(0.95),
     "graph-embedding-links": _with_embedding_links,
     "graph-before": _before,
+    "graph-weighted": lambda params: dataclasses.replace(params, learned=False, rerank_pool=40),
+    "graph-weighted-80": lambda params: dataclasses.replace(params, learned=False),
+    "graph-pool-40": lambda params: dataclasses.replace(params, rerank_pool=40),
+    "graph-pool-120": lambda params: dataclasses.replace(params, rerank_pool=120),
     "graph-ppr": lambda params: dataclasses.replace(
         params, expansion=dataclasses.replace(params.expansion, scoring="ppr")
     ),

@@ -481,8 +481,11 @@ ANSWER_SCORING = env_choice("ANSWER_SCORING", "paths", ("paths", "ppr"))
 ANSWER_PPR_DAMPING = env_float("ANSWER_PPR_DAMPING", 0.5, minimum=0.0)
 # Rerank: the best RERANK_POOL candidates are rescored;
 # score = rerank + GRAPH_WEIGHT * graph support + LEXICAL_WEIGHT * lexical score.
-ANSWER_RERANK_POOL = env_int("ANSWER_RERANK_POOL", 40, minimum=1)
+ANSWER_RERANK_POOL = env_int("ANSWER_RERANK_POOL", 80, minimum=1)
 ANSWER_GRAPH_WEIGHT = env_float("ANSWER_GRAPH_WEIGHT", 0.5, minimum=0.0)
+# learned: the trained ranker (apps/answers/ranker.py, `make train-reranker`) orders the reranked pool in graph
+# mode; weighted: the score above, then the bridges below.
+ANSWER_RANKER = env_choice("ANSWER_RANKER", "learned", ("learned", "weighted"))
 # Bridges: each of the best BRIDGE_STARTS candidates brings the unit it leads to most strongly
 # (rerank + BRIDGE_PATH_WEIGHT * path score) up to just after the first BRIDGE_POSITION (0: off).
 ANSWER_BRIDGE_STARTS = env_int("ANSWER_BRIDGE_STARTS", 2, minimum=0)

@@ -22,6 +22,7 @@ from apps.answers.expansion import ExpansionParams, graph_expand
 from apps.answers.lexical import LexicalParams, lexical_search, seeds_fuse
 from apps.answers.linking import LinkedEntity, LinkParams, entities_link
 from apps.answers.prompt import prompt_assemble
+from apps.answers.ranker import Ranker, ranker_apply
 from apps.answers.rerank import (
     BridgeParams,
     StoredVectors,
@@ -46,12 +47,13 @@ class RetrievalParams:
     seeds: SeedLimits = field(default_factory=SeedLimits)
     expansion: ExpansionParams = field(default_factory=ExpansionParams)
     selection: SelectionParams = field(default_factory=SelectionParams)
-    rerank_pool: int = 40
+    rerank_pool: int = 80
     graph_weight: float = 0.5
     bridges: BridgeParams = field(default_factory=BridgeParams)
     lexical: LexicalParams = field(default_factory=LexicalParams)
     linking: LinkParams = field(default_factory=LinkParams)
     mode: str = "graph"  # or "dense": the seeds only, no expansion (nor lexical seeds)
+    learned: bool = True  # graph mode: the learned ranker orders the pool (when tools carry one), not the weights
 
 
 @dataclass
@@ -69,6 +71,7 @@ class RetrievalTools:
     # collection of a scope (None: every collection not in "text"); without them everything is in "text".
     space_embedder: Callable[[str], TextEmbedder] | None = None
     collection_spaces: Callable[[Sequence[str] | None], dict[str, str]] | None = None
+    ranker: Ranker | None = None  # the learned ranker (apps.answers.ranker); None: the weights order
 
     def embedder(self, space: str) -> TextEmbedder:
         return self.text if space == "text" or self.space_embedder is None else self.space_embedder(space)
@@ -217,7 +220,9 @@ def retrieve(*, question: str, collections: Scope, tools: RetrievalTools, params
             graph_weight=params.graph_weight if graph else 0.0,
             lexical_weight=params.lexical.weight if graph else 0.0,
         )
-        if graph:
+        if graph and params.learned and tools.ranker is not None:
+            ranked = ranker_apply(question, ranked, tools.ranker)
+        elif graph:
             ranked = bridges_promote(ranked, params.bridges)
     with clock.stage("selection") as span:
         sources, dropped = sources_select(candidates=ranked, entropy=analysis.entropy, params=params.selection)

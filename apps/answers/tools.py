@@ -14,6 +14,7 @@ from apps.answers.expansion import ExpansionParams
 from apps.answers.lexical import LexicalParams
 from apps.answers.linking import LinkParams
 from apps.answers.pipeline import RetrievalParams, RetrievalTools
+from apps.answers.ranker import learned_ranker
 from apps.answers.rerank import BridgeParams
 from apps.answers.seeds import SeedLimits
 from apps.answers.selection import SelectionParams
@@ -55,6 +56,7 @@ def retrieval_params(*, mode: str = "graph") -> RetrievalParams:
             context_tokens=settings.ANSWER_CONTEXT_TOKENS - settings.ANSWER_MAX_NEW_TOKENS - CHAT_TEMPLATE_TOKENS,
         ),
         rerank_pool=settings.ANSWER_RERANK_POOL,
+        learned=settings.ANSWER_RANKER == "learned",
         graph_weight=settings.ANSWER_GRAPH_WEIGHT,
         bridges=BridgeParams(
             starts=settings.ANSWER_BRIDGE_STARTS,
@@ -123,6 +125,7 @@ def default_tools() -> RetrievalTools:
         ner_model=DEFAULT_MODEL,
         space_embedder=registry.space_embedder,
         collection_spaces=collection_spaces,
+        ranker=learned_ranker(),
     )
     _freeze_heap()
     return tools

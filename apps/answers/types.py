@@ -101,6 +101,7 @@ class Candidate:
     sentences: tuple[tuple[int, int], ...] = ()
     vector: npt.NDArray[np.float32] | None = None
     space: str = "text"  # the text space ``vector`` is in (its collection's: apps/vectors/spaces.py)
+    features: npt.NDArray[np.float32] | None = None  # what the learned ranker scored (apps.answers.ranker)
 
     @property
     def kind(self) -> str:

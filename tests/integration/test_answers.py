@@ -25,6 +25,7 @@ from apps.answers.generation import answer_claim, answer_generate
 from apps.answers.models import Answer
 from apps.answers.pipeline import RetrievalTools, retrieve
 from apps.answers.prompt import NOT_FOUND
+from apps.answers.ranker import FEATURES
 from apps.answers.services import GRAPH_DOWN, answer_ask
 from apps.answers.tools import default_tools, retrieval_params
 from apps.answers.types import STAGES, AnswerError
@@ -102,6 +103,9 @@ def test_graph_expansion_reaches_the_second_hop_that_dense_retrieval_misses(
     assert set(graph.timings_ms) == set(STAGES) - {"generation"}
     cited = [source.document for source in graph.sources]
     assert "society.txt" in cited and "Gwendolyn Pryce" in graph.prompt.user
+    # The learned ranker ordered the pool: every candidate carries the features it scored.
+    assert tools.ranker is not None
+    assert all(c.features is not None and c.features.shape == (len(FEATURES),) for c in graph.candidates)
 
 
 def test_expansion_never_leaves_the_allowed_collections(
