@@ -318,10 +318,11 @@ def learned_ranker(path: str = str(MODEL_PATH)) -> LearnedRanker | None:
 
 
 def ranker_apply(question: str, ranked: list[Candidate], ranker: Ranker) -> list[Candidate]:
-    """``ranked`` (hand-weighted, best first) reordered by the learned scores, which become each
-    candidate's score; the features are kept on the candidates (``Candidate.features``)."""
+    """``ranked`` (hand-weighted, best first) reordered by the learned scores; each candidate's score
+    becomes the logistic of its learned score (0 to 1, shown with the sources; the order is the
+    network's); the features are kept on the candidates (``Candidate.features``)."""
     features = candidate_features(question, ranked)
     for candidate, row, score in zip(ranked, features, ranker.scores(features), strict=True):
         candidate.features = row
-        candidate.score = score
+        candidate.score = 1.0 / (1.0 + math.exp(-min(max(score, -60.0), 60.0)))
     return sorted(ranked, key=lambda candidate: (-candidate.score, candidate.node_id))

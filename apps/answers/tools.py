@@ -125,7 +125,8 @@ def default_tools() -> RetrievalTools:
         ner_model=DEFAULT_MODEL,
         space_embedder=registry.space_embedder,
         collection_spaces=collection_spaces,
-        ranker=learned_ranker(),
+        # The learned ranker was trained on MiniLM's cosine: another reranker's scores are on another scale.
+        ranker=learned_ranker() if stored_is_cosine else None,
     )
     _freeze_heap()
     return tools

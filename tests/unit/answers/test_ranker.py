@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import numpy.typing as npt
 import pytest
@@ -123,7 +125,8 @@ class _ByColumn:
 def test_the_ranker_s_scores_order_the_pool_and_the_features_stay() -> None:
     ranked = ranker_apply(QUESTION, pool(), _ByColumn("bridge_path"))
     assert ranked[0].node_id == "b"
-    assert ranked[0].score == pytest.approx(0.2)
+    assert ranked[0].score == pytest.approx(1 / (1 + math.exp(-0.2)))  # the logistic of its learned score
+    assert [c.score for c in ranked] == sorted((c.score for c in ranked), reverse=True)
     assert all(c.features is not None and c.features.shape == (len(FEATURES),) for c in ranked)
 
 
