@@ -38,6 +38,7 @@ import numpy.typing as npt
 from apps.answers.prompt import STOPWORDS
 from apps.answers.types import Candidate, GraphPath
 from apps.core.language import has_cjk, words
+from apps.ingest.graph_build import title_name
 
 logger = logging.getLogger(__name__)
 
@@ -96,9 +97,11 @@ class _Title:
     @classmethod
     @functools.lru_cache(maxsize=16384)
     def of(cls, document: str) -> _Title:
-        title = title_of(document)
+        """The document's title when it is a name (``title_name``: capitalised, not a sentence, not a
+        file stem like "report_2023"), else none: "lanterns.txt" names nothing other passages could name."""
+        title = title_name(title_of(document), document)
         stems = tuple(w[:STEM] for w in words(title.casefold()) if w not in STOPWORDS and len(w) > 1)
-        return cls(_spaced(title).rstrip(), stems)
+        return cls(_spaced(title).rstrip() if title else "", stems)
 
 
 @dataclass(frozen=True)

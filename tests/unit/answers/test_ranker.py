@@ -110,6 +110,19 @@ def test_features_describe_relevance_graph_and_the_bridge() -> None:
     assert column(features, "title_in_question")[0] == 1.0
 
 
+def test_a_title_that_is_no_name_gives_no_title_features() -> None:
+    """A file name of common words ("lanterns.txt") is no page another passage names, nor a name the
+    question asks about: only titles that are names count (``title_name``)."""
+    pool = [
+        _unit("f", "Blue Lantern Harbour (film).txt", "The picture was shot in 1987.", cosine=0.77, score=0.9),
+        _unit("l", "lanterns.txt", "A blue lantern signals a harbour.", cosine=0.66, score=0.8),
+        _unit("h", "harbours.txt", "Harbours were lit by lanterns.", cosine=0.4, score=0.4),
+    ]
+    features = candidate_features("In which year was Blue Lantern Harbour shot?", pool)
+    assert column(features, "title_in_question") == [1.0, 0.0, 0.0]
+    assert column(features, "named_by_partner") == [0.0, 0.0, 0.0]
+
+
 def test_no_candidates_no_rows() -> None:
     assert candidate_features(QUESTION, []).shape == (0, len(FEATURES))
 
