@@ -655,6 +655,12 @@ LOGGING = {
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": LOG_LEVEL},
-    # The MCP SDK logs a session manager start and stop for every /mcp request (stateless: one per request).
-    "loggers": {"neo4j": {"level": "WARNING"}, "mcp.server.streamable_http_manager": {"level": "WARNING"}},
+    # The MCP SDK logs a session manager start and stop for every /mcp request (stateless: one per request);
+    # faiss's loader logs each CPU build it tries and does not find (AVX512-SPR, AVX512, AVX2) with its
+    # ModuleNotFoundError before it loads the generic one: six lines per process that read as a failure.
+    "loggers": {
+        "neo4j": {"level": "WARNING"},
+        "mcp.server.streamable_http_manager": {"level": "WARNING"},
+        "faiss.loader": {"level": "WARNING"},
+    },
 }

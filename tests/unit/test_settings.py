@@ -58,3 +58,16 @@ def test_secret_key_required_outside_debug() -> None:
     assert result.returncode != 0
     assert "DJANGO_SECRET_KEY is required" in result.stderr
     assert load_settings(DJANGO_DEBUG="1", DJANGO_SECRET_KEY="").returncode == 0
+
+
+def test_faiss_loads_without_printing_the_builds_it_did_not_find() -> None:
+    """faiss's loader logs every CPU build it tries and lacks, with a ModuleNotFoundError, before it
+    loads one: a process with the project's logging says nothing of it (and still loads faiss)."""
+    code = "import django; django.setup(); import faiss; print('dimension', faiss.IndexFlatIP(4).d)"
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "ragkg.settings", "DJANGO_DEBUG": "1", "LOG_LEVEL": "INFO"}
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=BASE_DIR, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert "dimension 4" in done.stdout
+    assert "Could not load library" not in done.stderr and "ModuleNotFoundError" not in done.stderr
