@@ -36,6 +36,8 @@ import numpy as np
 import numpy.typing as npt
 
 from apps.answers.prompt import STOPWORDS
+from apps.answers.rerank import BridgeParams, bridge_from
+from apps.answers.support import STEM
 from apps.answers.types import Candidate, GraphPath
 from apps.core.language import has_cjk, words
 from apps.ingest.graph_build import title_name
@@ -43,10 +45,7 @@ from apps.ingest.graph_build import title_name
 logger = logging.getLogger(__name__)
 
 MODEL_PATH = Path(__file__).resolve().parent / "data" / "reranker.onnx"
-STEM = 5  # characters compared, as the evidence coverage compares them (apps.answers.support)
 PARTNERS = 3  # each candidate is paired with the best this-many others (by the hand-weighted score)
-BRIDGE_STARTS = 2  # the best this-many candidates each choose one bridge (``chosen_bridge``)
-BRIDGE_PATH_WEIGHT = 2.0  # a bridge is chosen by its cosine + this x its path from the start
 MIN_TITLE = 3  # a title shorter than this many characters is not looked for in other passages
 
 FEATURES = (
@@ -221,21 +220,11 @@ def _pair_features(candidate: Candidate, title: _Title, pool: _Pool) -> tuple[fl
 
 
 def _chosen_bridges(pool: _Pool, candidates: Sequence[Candidate]) -> set[str]:
-    """The unit each of the best ``BRIDGE_STARTS`` candidates leads to most strongly: its cosine plus
-    ``BRIDGE_PATH_WEIGHT`` times its best path from that start (what ``bridges_promote`` brings forward)."""
-    chosen = set()
-    for start in pool.partners[:BRIDGE_STARTS]:
-        best, best_score = None, -math.inf
-        for candidate in candidates:
-            from_start = pool.starts[candidate.node_id].get(start.node_id)
-            if candidate is start or from_start is None:
-                continue
-            score = (candidate.rerank_score or 0.0) + BRIDGE_PATH_WEIGHT * from_start
-            if score > best_score:
-                best, best_score = candidate.node_id, score
-        if best is not None:
-            chosen.add(best)
-    return chosen
+    """The unit each of the best ``BridgeParams.starts`` candidates leads to most strongly (``bridge_from``:
+    what ``bridges_promote`` brings forward with the weighted order)."""
+    params = BridgeParams()
+    chosen = (bridge_from(start, candidates, params.path_weight) for start in pool.partners[: params.starts])
+    return {bridge.node_id for bridge in chosen if bridge is not None}
 
 
 def candidate_features(question: str, candidates: Sequence[Candidate]) -> npt.NDArray[np.float32]:

@@ -108,7 +108,9 @@ class BridgeParams:
     path_weight: float = 2.0  # weight of the path from the start in choosing that unit
 
 
-def _bridge_from(start: Candidate, ranked: Sequence[Candidate], path_weight: float) -> Candidate | None:
+def bridge_from(start: Candidate, ranked: Sequence[Candidate], path_weight: float) -> Candidate | None:
+    """The candidate ``start`` leads to most strongly: its rerank score plus ``path_weight`` times its
+    best path from ``start`` (the first of equals in ``ranked``); None when no path leads from it."""
     best: Candidate | None = None
     best_score = -math.inf
     for candidate in ranked:
@@ -132,7 +134,7 @@ def bridges_promote(ranked: list[Candidate], params: BridgeParams) -> list[Candi
     head = ranked[: params.position]
     bridges: list[Candidate] = []
     for start in ranked[: params.starts]:
-        bridge = _bridge_from(start, ranked, params.path_weight)
+        bridge = bridge_from(start, ranked, params.path_weight)
         if bridge is not None and bridge not in head and bridge not in bridges:
             bridges.append(bridge)
     rest = [candidate for candidate in ranked[params.position :] if candidate not in bridges]
