@@ -96,19 +96,18 @@ def collect(datasets: Sequence[str], pool: int, data_dir: Path) -> list[Pool]:
     return pools
 
 
-def _distinct(documents: Sequence[str], order: np.ndarray) -> list[str]:
-    return list(dict.fromkeys(documents[i] for i in order))
-
-
 def pool_metrics(pools: Sequence[Pool], scores: Sequence[np.ndarray]) -> dict[str, float]:
-    """Recall@2/5/10 of the supporting passages and all of them in the top 5, ordering each pool by ``scores``."""
+    """Recall@2/5/10 of the supporting passages and all of them in the top 5 (``make bench-multihop``'s
+    measures), ordering each pool by ``scores``."""
+    from apps.answers.evaluation import all_supporting_at, recall_at
+
     out: dict[str, list[float]] = {"R@2": [], "R@5": [], "R@10": [], "all@5": []}
     for pool, score in zip(pools, scores, strict=True):
-        ranked = _distinct(pool.documents, np.argsort(-score, kind="stable"))
-        supporting = set(pool.supporting)
+        ranked = [pool.documents[i] for i in np.argsort(-score, kind="stable")]
+        supporting = frozenset(pool.supporting)
         for k in (2, 5, 10):
-            out[f"R@{k}"].append(len(supporting & set(ranked[:k])) / len(supporting))
-        out["all@5"].append(float(supporting <= set(ranked[:5])))
+            out[f"R@{k}"].append(recall_at(ranked, supporting, k))
+        out["all@5"].append(float(all_supporting_at(ranked, supporting, 5)))
     return {name: round(float(np.mean(values)), 4) for name, values in out.items()}
 
 
