@@ -89,7 +89,7 @@ def cache_lookup(*, key: str, collections: Scope) -> Answer | None:
     if not settings.ANSWER_CACHE:
         return None
     found = (
-        Answer.objects.filter(cache_key=key, state=Answer.DONE, log_position__isnull=False)
+        Answer.objects.filter(cache_key=key, state__in=Answer.FINISHED, log_position__isnull=False)
         .order_by("-created_at")
         .first()
     )

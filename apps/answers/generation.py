@@ -204,12 +204,12 @@ def _not_found_reason(answer: Answer, generated: str) -> str:
     return {SAID: SAID_NOT_FOUND, UNSUPPORTED_WORDS: UNSUPPORTED}.get(reason, "")
 
 
-def answer_not_found(answer_id: str, note: str, *, question: str, **fields: Any) -> str:
-    """Finish an answer as "Not found in your documents" in the question's language (its sources kept),
-    unless it finished meanwhile; returns that text."""
+def answer_not_found(answer_id: str, reason: str, *, question: str, **fields: Any) -> str:
+    """Finish an answer as "Not found in your documents" in the question's language (state ``not_found``,
+    ``reason`` saying why, its sources kept), unless it finished meanwhile; returns that text."""
     text = not_found_text(question)
     Answer.objects.filter(id=answer_id, state__in=[Answer.RETRIEVED, Answer.GENERATING]).update(
-        state=Answer.DONE, answer=text, not_found=True, error=note, finished_at=timezone.now(), **fields
+        state=Answer.NOT_FOUND, answer=text, reason=reason, finished_at=timezone.now(), **fields
     )
     return text
 
@@ -267,17 +267,19 @@ def answer_generate(
     timings = {**answer.timings_ms, "queue": queue_ms, "generation": round(result.seconds * 1000, 3)}
     verdict = "" if result.stopped else _not_found_reason(answer, generated)
     if verdict:
-        note = " ".join(filter(None, [verdict, note]))
         shown = answer_not_found(
             answer_id,
-            note,
+            verdict,
             question=answer.question,
             generated=generated,
+            error=note,
             generation=result.as_dict(),
             timings_ms=timings,
         )
         streams.event_publish(answer_id, streams.GENERATED, answer=shown, not_found=True)
-        streams.event_publish(answer_id, streams.DONE, answer=shown, generation=result.as_dict(), note=note)
+        streams.event_publish(
+            answer_id, streams.DONE, answer=shown, generation=result.as_dict(), note=note, reason=verdict
+        )
         return
     # The text is final here: readers show it at once; the citations follow after attribution.
     streams.event_publish(answer_id, streams.GENERATED, answer=generated, not_found=False)

@@ -12,8 +12,19 @@ class Answer(models.Model):
     RETRIEVED = "retrieved"  # evidence ready, generation queued
     GENERATING = "generating"
     DONE = "done"
+    # "Not found in your documents": an answer, not a fault. The evidence could not support one
+    # (apps/answers/support.py), or nothing matched at all; ``answer`` says so in the question's
+    # language, ``reason`` says why, and what the generator wrote, if it ran, is kept in ``generated``.
+    NOT_FOUND = "not_found"
     FAILED = "failed"
-    STATES = [(RETRIEVED, "retrieved"), (GENERATING, "generating"), (DONE, "done"), (FAILED, "failed")]
+    STATES = [
+        (RETRIEVED, "retrieved"),
+        (GENERATING, "generating"),
+        (DONE, "done"),
+        (NOT_FOUND, "not found"),
+        (FAILED, "failed"),
+    ]
+    FINISHED = (DONE, NOT_FOUND)  # answered: with an answer, or with "not found"
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     question = models.TextField()
@@ -25,10 +36,8 @@ class Answer(models.Model):
     answer = models.TextField(blank=True)  # with citations [n] derived from token attribution
     generated = models.TextField(blank=True)  # the model's text as generated (its own markers included)
     citations = models.JSONField(default=list)  # per sentence: start, end, sources, marker offsets, at, width
-    error = models.TextField(blank=True)
-    # "Not found in your documents": the evidence could not support an answer (apps/answers/support.py);
-    # ``answer`` then says so, and what the generator wrote, if it ran, is kept in ``generated``.
-    not_found = models.BooleanField(default=False)
+    error = models.TextField(blank=True)  # why it failed, or a note on a finished answer (a time limit met)
+    reason = models.TextField(blank=True)  # why it is "not found" (state NOT_FOUND)
     analysis = models.JSONField(default=dict)
     sources = models.JSONField(default=list)
     prompt_system = models.TextField(blank=True)
@@ -54,6 +63,10 @@ class Answer(models.Model):
 
     def __str__(self) -> str:
         return f"{self.id}: {self.question[:60]}"
+
+    @property
+    def not_found(self) -> bool:
+        return self.state == self.NOT_FOUND
 
 
 class Feedback(models.Model):

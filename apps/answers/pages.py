@@ -15,8 +15,6 @@ from apps.answers.display import latency_stages, source_views
 from apps.answers.feedback import feedback_of
 from apps.answers.models import Answer
 from apps.answers.paths import path_names, source_drawings
-from apps.answers.prompt import not_found_text
-from apps.answers.services import NOTHING_FOUND
 from apps.graph.driver import get_driver
 from apps.provenance.services import answer_token_provenance
 
@@ -52,10 +50,6 @@ def answer_context(answer: Answer, *, user: AbstractBaseUser | AnonymousUser) ->
         "answer": answer,
         "streaming": streaming,
         "segments": answer_segments(answer.answer),
-        # Nothing retrieved at all: shown like an answer the documents do not support, not as a fault.
-        "nothing_found": not_found_text(answer.question)
-        if answer.state == Answer.FAILED and answer.error == NOTHING_FOUND
-        else "",
         "sources": sources,
         "stages": stages,
         "total_ms": round(sum(stage.ms for stage in stages), 1),

@@ -243,7 +243,7 @@ def _stream_events(answer: Answer) -> Iterator[str]:
             elif event in streams.FINAL:
                 break
         answer.refresh_from_db()
-    if answer.state == Answer.DONE:
+    if answer.state in Answer.FINISHED:
         yield _event("done")
     else:
         yield _event("error", message=answer.error or "The answer could not be generated.")
@@ -268,7 +268,7 @@ def history(request: HttpRequest) -> HttpResponse:
     if not isinstance(request.user, User):  # login_required let only logged-in users through
         raise Http404("no history")
     answers = Answer.objects.filter(user=request.user).only(
-        "id", "question", "state", "created_at", "generate", "answer", "error"
+        "id", "question", "state", "created_at", "generate", "answer", "error", "reason"
     )
     page = Paginator(answers, HISTORY_PAGE).get_page(request.GET.get("page"))
     return render(request, "answers/history.html", {"page": page})

@@ -244,6 +244,7 @@ def answer_result(answer: Answer) -> dict[str, Any]:
         "answer": answer.answer,
         "generated": answer.generated,
         "not_found": answer.not_found,
+        "reason": answer.reason,
         "error": answer.error,
         "sources": answer.sources,
         "tokens": answer_token_provenance(answer),
@@ -285,8 +286,8 @@ def answer_start(
     """Answer from the cache when it holds a current answer (``apps.answers.cache``); otherwise
     retrieve, record, and queue the generation. The returned answer is ``done`` or ``retrieved``.
     A full generation queue, or too long a wait for a worker, raises Busy first (``generation_admit``),
-    before retrieval. Nothing found (an empty scope included) fails the answer with NOTHING_FOUND, no
-    generation queued."""
+    before retrieval. Nothing found (an empty scope included) or evidence too weak to answer from finishes
+    the answer as ``not_found`` with its reason, no generation queued."""
     cache: tuple[str, int] | None = None  # the key and log position the answer is cached under
     if settings.ANSWER_CACHE:
         started, text = time.time(), question_check(question)
@@ -310,7 +311,8 @@ def answer_start(
             retrieval=retrieval, generate=generate, mode=mode, user=user, model_names=model_names(tools), cache=cache
         )
         if generate and not retrieval.sources:
-            answer_fail(answer, NOTHING_FOUND)
+            answer_not_found(str(answer.id), NOTHING_FOUND, question=answer.question)
+            answer.refresh_from_db()
         elif generate and not evidence_sufficient(evidence, evidence_params()):
             answer_not_found(str(answer.id), WEAK_EVIDENCE.format(**evidence.as_dict()), question=answer.question)
             answer.refresh_from_db()

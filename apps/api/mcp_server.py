@@ -202,8 +202,10 @@ class Tools:
         return {
             "answer_id": result["answer_id"],
             "answer": result["answer"],
+            "state": result["state"],  # "done", or "not_found" when the sources do not answer the question
             "not_found": result["not_found"],
-            "note": result["error"] or "",  # why, when the sources did not answer the question
+            "reason": result["reason"],  # why it is "not found"
+            "note": result["error"] or "",  # a note on the answer (a time limit met)
             "citations": citations_of(result),
             "sources": evidence_of(result),
         }

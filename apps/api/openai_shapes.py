@@ -39,12 +39,10 @@ def model_list() -> dict[str, Any]:
 
 
 def answer_outcome(result: dict[str, Any]) -> str:
-    """The text a client is given; raises OpenAIError (503, not to be retried) when the answer failed
-    with evidence found (no worker, the generation failed or ran out of time)."""
-    if result["state"] != Answer.FAILED:
+    """The text a client is given ("not found" is an answer: its refusal text); raises OpenAIError (503,
+    not to be retried) when the answer failed (no worker, the generation failed or ran out of time)."""
+    if result["state"] != Answer.FAILED:  # "not found" included: a normal completion with its refusal text
         return str(result["answer"])
-    if not result["sources"]:  # nothing matched (or no collection readable): said as the answer
-        return str(result["error"])
     raise OpenAIError(
         str(result["error"]) or "The answer could not be generated.",
         status=503,
@@ -72,8 +70,10 @@ def citations_field(result: dict[str, Any], *, text: str) -> dict[str, Any]:
     return {
         "answer_id": result["answer_id"],
         "answer": text,
+        "state": result["state"],
         "not_found": bool(result["not_found"]),
-        "note": result["error"] if result["state"] == Answer.DONE else "",
+        "reason": result.get("reason", ""),
+        "note": result["error"] if result["state"] in Answer.FINISHED else "",
         "items": citations_of(result),
         "sources": evidence_of(result),
         "tokens": result.get("tokens", []),

@@ -137,11 +137,15 @@ class AskIn(Schema):
 class AnswerOut(Schema):
     answer_id: str
     question: str
-    state: str
-    answer: str
+    state: Literal["retrieved", "generating", "done", "not_found", "failed"] = Field(
+        description='"done": answered; "not_found": the documents do not answer it (why in "reason"); '
+        '"failed": a fault (why in "error"); "retrieved"/"generating": not finished yet'
+    )
+    answer: str = Field(description='the answer, with [n] citations; for "not_found" the refusal text')
     generated: str
-    not_found: bool
-    error: str
+    not_found: bool = Field(description='state is "not_found"')
+    reason: str = Field(description='why the answer is "not found" (empty otherwise)')
+    error: str = Field(description="why it failed; on a finished answer, a note (e.g. a time limit met)")
     sources: list[dict[str, Any]]
     tokens: list[dict[str, Any]]
     citations: list[dict[str, Any]] = Field(description="per [n] marker: document, unit and supporting sentence")

@@ -136,6 +136,7 @@ def provenance_record(answer: Answer) -> dict[str, Any]:
         "state": answer.state,
         "answer": answer.answer,
         "generated": answer.generated,
+        "reason": answer.reason,
         "error": answer.error,
         "user": answer.user.get_username() if answer.user else None,
         "collections": answer.collections,

@@ -221,7 +221,7 @@ def test_asking_the_vault_is_asking_a_collection_that_does_not_exist(
     assert vault.status_code == nowhere.status_code == 200
     assert comparable(vault.json()) == comparable(nowhere.json())
     result = vault.json()
-    assert result["sources"] == [] and result["state"] == "failed" and result["error"] == NOTHING_FOUND
+    assert result["sources"] == [] and result["state"] == "not_found" and result["reason"] == NOTHING_FOUND
     assert set(vault.json()["timings_ms"]) == set(nowhere.json()["timings_ms"])
     # The search form's picker offers only readable collections; a crafted form naming the private one is
     # refused in the words a missing one gets, and nothing is asked.

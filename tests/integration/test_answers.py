@@ -358,9 +358,9 @@ def test_a_question_the_collection_does_not_cover_is_not_found_without_generatin
             params=retrieval_params(),
         )
         covered = ask_moss(tools, generate=True)
-    assert result["state"] == "done" and result["not_found"] and result["answer"] == NOT_FOUND
+    assert result["state"] == "not_found" and result["not_found"] and result["answer"] == NOT_FOUND
     assert result["sources"], "the closest sources are still shown"
-    assert result["generation"] == {} and "do not cover the question" in result["error"]
+    assert result["generation"] == {} and "do not cover the question" in result["reason"] and not result["error"]
     assert Answer.objects.get(id=result["answer_id"]).stats["evidence"]["coverage"] < 0.5
     assert not covered["not_found"] and covered["generated"]
 

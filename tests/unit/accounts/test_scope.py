@@ -15,6 +15,7 @@ import pytest
 from apps.answers import services
 from apps.answers.models import Answer
 from apps.answers.pipeline import RetrievalParams, RetrievalTools, retrieve, units_fetch
+from apps.answers.prompt import NOT_FOUND
 from apps.answers.scope import EVERY_COLLECTION, answer_scope, scope_names
 from apps.answers.seeds import SeedLimits, seeds_search
 from apps.answers.types import Candidate
@@ -196,6 +197,6 @@ def test_asking_over_no_collections_says_nothing_matches_without_generating(monk
         tools=fake_tools(driver, searched),
         params=RetrievalParams(),
     )
-    assert result["state"] == Answer.FAILED and result["error"] == services.NOTHING_FOUND
-    assert result["sources"] == [] and result["answer"] == "" and result["tokens"] == []
+    assert result["state"] == Answer.NOT_FOUND and result["reason"] == services.NOTHING_FOUND
+    assert result["sources"] == [] and result["answer"] == NOT_FOUND and result["tokens"] == []
     assert Answer.objects.get().collections == []

@@ -130,13 +130,16 @@ def support_checked(settings: Settings) -> None:
 @pytest.mark.usefixtures("support_checked")
 def test_an_answer_no_source_supports_is_replaced_by_not_found(published: list[Any]) -> None:
     answer = generate_with("106.3 FM\nThe band is played on 106.3 FM.", "Which radio station plays Kasabian?")
-    assert answer.state == Answer.DONE and answer.not_found and answer.answer == NOT_FOUND
+    assert answer.state == Answer.NOT_FOUND and answer.not_found and answer.answer == NOT_FOUND
     assert answer.generated.startswith("106.3 FM"), "what the generator wrote is kept for the audit"
-    assert answer.citations == [] and "not supported by the sources" in answer.error
+    assert answer.citations == [] and "not supported by the sources" in answer.reason and answer.error == ""
     finals = [(event, data) for _, event, data in published if event in (streams.GENERATED, streams.DONE)]
     assert finals == [
         (streams.GENERATED, {"answer": NOT_FOUND, "not_found": True}),
-        (streams.DONE, {"answer": NOT_FOUND, "generation": answer.generation, "note": answer.error}),
+        (
+            streams.DONE,
+            {"answer": NOT_FOUND, "generation": answer.generation, "note": "", "reason": answer.reason},
+        ),
     ]
 
 

@@ -64,7 +64,8 @@ def answer_result(*, sources: int = 8, state: str = "done", error: str = "") -> 
         "question": "Who wrote the notes?",
         "state": state,
         "answer": text,
-        "not_found": False,
+        "not_found": state == "not_found",
+        "reason": "The sources found do not cover the question." if state == "not_found" else "",
         "error": error,
         "sources": [source(n) for n in range(1, sources + 1)],
         "tokens": [{"start": 0, "sources": [{"number": 1, "sentence": 0, "start": 0, "end": 26, "score": 0.9}]}],
@@ -177,6 +178,16 @@ def test_ask_gives_the_answer_with_its_citations(fake: FakeKnowledge) -> None:
     assert citation["document"] == "note1.txt" and citation["unit_id"] == "unit1"
     assert citation["sentence"]["text"] == "Ada Lovelace wrote note 1."
     assert len(answer["sources"]) == 8 and answer["not_found"] is False and answer["note"] == ""
+    assert answer["state"] == "done" and answer["reason"] == ""
+
+
+def test_ask_gives_not_found_as_an_answer_with_its_reason() -> None:
+    fake = FakeKnowledge(result=answer_result(state="not_found"))
+    result = call(fake.knowledge(), object(), "ask", {"question": "Who wrote the notes?"})
+    answer = result.structured_content
+    assert not result.is_error and answer is not None
+    assert answer["state"] == "not_found" and answer["not_found"] is True
+    assert answer["reason"] == "The sources found do not cover the question."
 
 
 @pytest.mark.parametrize(
@@ -196,9 +207,9 @@ def test_a_failure_the_user_is_told_about_is_a_tool_error(
 
 
 def test_a_failed_answer_is_a_tool_error_with_its_reason(fake: FakeKnowledge) -> None:
-    fake.result = answer_result(sources=0, state=Answer.FAILED, error="Nothing in the knowledge base matches.")
+    fake.result = answer_result(state=Answer.FAILED, error="No generation worker picked up the question.")
     result = call(fake.knowledge(), object(), "ask", {"question": "q"})
-    assert result.is_error and "Nothing in the knowledge base matches." in text(result)
+    assert result.is_error and "No generation worker picked up the question." in text(result)
 
 
 def test_get_source_and_get_proof(fake: FakeKnowledge) -> None:

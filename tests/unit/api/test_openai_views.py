@@ -18,6 +18,7 @@ from apps.accounts import apikeys, throttle
 from apps.answers import services
 from apps.answers.followup import refers_back
 from apps.answers.models import Answer
+from apps.answers.prompt import NOT_FOUND
 from apps.answers.types import AnswerError
 from apps.api import asking
 from apps.api.openai_chat import OpenAIError, question_condition
@@ -362,14 +363,19 @@ def test_the_completion_carries_the_answer_usage_and_citations(api: Client, aske
 
 
 def test_not_found_and_nothing_found_are_answers(api: Client, asked: Asked) -> None:
-    asked.fields = {"answer": "Not found in your documents.", "not_found": True, "error": "weak", "citations": []}
+    asked.fields = {
+        "state": Answer.NOT_FOUND, "answer": NOT_FOUND, "reason": "weak", "citations": [], "error": "time limit"
+    }  # fmt: skip
     body = post(api, {"model": "ragkg", "messages": QUESTION}).json()
-    assert body["choices"][0]["message"]["content"] == "Not found in your documents."
-    assert body["citations"]["not_found"] is True and body["citations"]["note"] == "weak"
+    assert body["choices"][0]["message"]["content"] == NOT_FOUND and body["choices"][0]["finish_reason"] == "stop"
+    citations = body["citations"]
+    assert citations["state"] == "not_found" and citations["not_found"] is True and citations["reason"] == "weak"
+    assert citations["note"] == "time limit"
 
-    asked.fields = {"state": Answer.FAILED, "answer": "", "error": services.NOTHING_FOUND, "sources": []}
+    asked.fields = {"state": Answer.NOT_FOUND, "answer": NOT_FOUND, "reason": services.NOTHING_FOUND, "sources": []}
     body = post(api, {"model": "ragkg", "messages": QUESTION, "collections": ["nobody-reads-this"]}).json()
-    assert body["choices"][0]["message"]["content"] == services.NOTHING_FOUND
+    assert body["choices"][0]["message"]["content"] == NOT_FOUND
+    assert body["citations"]["reason"] == services.NOTHING_FOUND
     assert body["citations"]["items"] == [] and body["citations"]["sources"] == []
 
 
@@ -471,13 +477,15 @@ def test_an_answer_without_generation_streams_its_text_in_the_final_chunk(
 ) -> None:
     def nothing(**options: Any) -> Answer:
         asked.calls.append(options)
-        return an_answer(None, state=Answer.FAILED, answer="", error=services.NOTHING_FOUND, sources=[], generation={})
+        return an_answer(
+            None, state=Answer.NOT_FOUND, answer=NOT_FOUND, reason=services.NOTHING_FOUND, sources=[], generation={}
+        )
 
     monkeypatch.setattr(asking, "ask_start", nothing)
     chunks = [json.loads(e) for e in sse(post(api, {"model": "ragkg", "messages": QUESTION, "stream": True}))[:-1]]
     assert [c["choices"][0]["delta"] for c in chunks] == [
         {"role": "assistant", "content": ""},
-        {"content": services.NOTHING_FOUND},
+        {"content": NOT_FOUND},
     ]
     assert chunks[-1]["choices"][0]["finish_reason"] == "stop" and chunks[-1]["usage"]["completion_tokens"] == 0
 

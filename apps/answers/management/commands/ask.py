@@ -55,6 +55,8 @@ class Command(ProjectCommand):
     def _write(self, result: dict[str, Any]) -> None:
         if result["answer"]:
             self.stdout.write(result["answer"] + "\n")
+        if result["reason"]:
+            self.stdout.write(f"(not found: {result['reason']})")
         if result["error"]:
             self.stderr.write(result["error"])
         for source in result["sources"]:
