@@ -6,6 +6,7 @@ Every value comes from the environment through the typed readers in
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -152,6 +153,10 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # takes the write lock when it begins: one that read first and then wrote could not wait for a
     # writer in another process (SQLite answers "database is locked" at once to avoid a deadlock).
     DATABASES["default"]["OPTIONS"] = {"timeout": 20, "transaction_mode": "IMMEDIATE"}
+    # The file's folder (the state dir on a first run): SQLite makes the file but not its folder, and
+    # any command may be the first to open it ("unable to open database file" otherwise).
+    with contextlib.suppress(OSError):  # a read-only place: the first query says so
+        Path(DATABASES["default"]["NAME"]).parent.mkdir(parents=True, exist_ok=True)
 else:
     # An unreachable server fails within seconds instead of hanging a request.
     DATABASES["default"]["OPTIONS"] = {"connect_timeout": env_int("DATABASE_CONNECT_TIMEOUT", 5, minimum=1)}

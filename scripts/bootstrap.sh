@@ -49,6 +49,19 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   echo "$want" >"$stamp"
 fi
 
+# A tool's own output (Maven's colour codes, npm's summary) is kept in a file; shown only when it fails.
+quietly() {
+  local log
+  log=$(mktemp)
+  if ! "$@" >"$log" 2>&1; then
+    tail -n 40 "$log" >&2
+    echo "setup: '$*' failed (its output is above)" >&2
+    rm -f "$log"
+    return 1
+  fi
+  rm -f "$log"
+}
+
 # The embedded Neo4j: rebuild when its sources change.
 neo4j_stamp="tools/neo4j/target/.ragkg-build.sha256"
 neo4j_want=$(find tools/neo4j/pom.xml tools/neo4j/src -type f -print0 | sort -z | xargs -0 cat | sha256sum | cut -d' ' -f1)
@@ -56,7 +69,7 @@ if [ "$(cat "$neo4j_stamp" 2>/dev/null)" != "$neo4j_want" ]; then
   command -v java >/dev/null || { echo "setup: Java 17 is required for the embedded Neo4j" >&2; exit 1; }
   command -v mvn >/dev/null || { echo "setup: installing Maven"; apt-get update -qq && apt-get install -y -qq maven; }
   echo "setup: building the embedded Neo4j (tools/neo4j)"
-  mvn -q -B -Dstyle.color=never -f tools/neo4j/pom.xml -DskipTests package
+  quietly mvn -q -B -Dstyle.color=never -f tools/neo4j/pom.xml -DskipTests package
   echo "$neo4j_want" >"$neo4j_stamp"
 fi
 
@@ -66,7 +79,7 @@ chain_want=$(sha256sum tools/chain/package-lock.json | cut -d' ' -f1)
 if [ "$(cat "$chain_stamp" 2>/dev/null)" != "$chain_want" ]; then
   command -v npm >/dev/null || { echo "setup: installing Node.js and npm"; apt-get update -qq && apt-get install -y -qq nodejs npm; }
   echo "setup: installing the chain tools (tools/chain: anvil, solc)"
-  (cd tools/chain && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error)
+  (cd tools/chain && quietly npm ci --ignore-scripts --no-audit --no-fund --loglevel=error)
   echo "$chain_want" >"$chain_stamp"
 fi
 
@@ -78,7 +91,7 @@ frontend_want=$(sha256sum tools/frontend/package-lock.json | cut -d' ' -f1)
 if [ "$(cat "$frontend_stamp" 2>/dev/null)" != "$frontend_want" ] || [ ! -f static/vendor/cytoscape/cytoscape.min.js ]; then
   command -v npm >/dev/null || { echo "setup: installing Node.js and npm"; apt-get update -qq && apt-get install -y -qq nodejs npm; }
   echo "setup: installing the browser libraries (tools/frontend: cytoscape.js) into static/vendor"
-  (cd tools/frontend && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error)
+  (cd tools/frontend && quietly npm ci --ignore-scripts --no-audit --no-fund --loglevel=error)
   rm -rf static/vendor/cytoscape && mkdir -p static/vendor/cytoscape
   cp tools/frontend/node_modules/cytoscape/dist/cytoscape.min.js tools/frontend/node_modules/cytoscape/LICENSE \
     static/vendor/cytoscape/

@@ -419,7 +419,9 @@ def managed(name: str) -> bool:
 
 
 def _manage(*args: str) -> None:
-    subprocess.run([sys.executable, str(BASE_DIR / "manage.py"), *args], cwd=BASE_DIR, check=True)
+    """A one-shot command (migrate, graph_schema): its output and warnings; its progress logs would be noise."""
+    env = {**os.environ, "LOG_LEVEL": "WARNING"}
+    subprocess.run([sys.executable, str(BASE_DIR / "manage.py"), *args], cwd=BASE_DIR, check=True, env=env)
 
 
 def _start_all(names: list[str]) -> None:
