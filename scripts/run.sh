@@ -29,10 +29,11 @@ fi
 # run), so the first question does not wait for it.
 echo "loading the generator"
 quiet "$PY" manage.py models --role generator --load >/dev/null \
-  || failed "the generator did not load; questions get evidence only until it does" "manage.py models --load"
+  || failed "the generator did not load (the generation worker tries again on the first question)" "manage.py models --load"
 "$PY" scripts/services.py up
-# The demo corpus (once; later runs find it loaded).
-quiet "$PY" manage.py load_demo --wait || failed "the demo corpus was not loaded; the app runs without it" "manage.py load_demo --wait"
+# The demo corpus (once; later runs find it loaded), with its progress bar (on stderr, as `ingest --wait` has it).
+LOG_LEVEL=WARNING "$PY" manage.py load_demo --wait \
+  || echo "the demo corpus was not loaded; the app runs without it (see: manage.py load_demo --wait)"
 # The vector indexes must hold every node of the graph (a lost or stale index is rebuilt from Neo4j).
 quiet "$PY" manage.py vectors check --repair >/dev/null \
   || failed "the vector indexes could not be repaired" "manage.py vectors check"
