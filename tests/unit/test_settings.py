@@ -71,3 +71,19 @@ def test_faiss_loads_without_printing_the_builds_it_did_not_find() -> None:
     assert done.returncode == 0, done.stderr
     assert "dimension 4" in done.stdout
     assert "Could not load library" not in done.stderr and "ModuleNotFoundError" not in done.stderr
+
+
+def test_the_first_command_on_a_new_machine_can_open_sqlite(tmp_path: Path) -> None:
+    """SQLite makes its file but not the folder: whichever command opens the database first (before
+    `services.py up` made the state dir) finds the folder there instead of "unable to open database file"."""
+    state = tmp_path / "new" / "state"
+    code = (
+        "import django; django.setup(); from django.db import connection; connection.ensure_connection(); print('ok')"
+    )
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "ragkg.settings", "DJANGO_DEBUG": "1", "DATABASE_URL": ""}
+    env["RAGKG_STATE_DIR"] = str(state)
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=BASE_DIR, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0 and "ok" in done.stdout, done.stderr
+    assert (state / "db.sqlite3").is_file()
