@@ -505,13 +505,17 @@ ANSWER_DUPLICATE_COSINE = env_float("ANSWER_DUPLICATE_COSINE", 0.95, minimum=0.0
 ANSWER_K_MIN = env_int("ANSWER_K_MIN", 3, minimum=1)
 ANSWER_K_MAX = env_int("ANSWER_K_MAX", 10, minimum=1)
 ANSWER_K_PER_BIT = env_float("ANSWER_K_PER_BIT", 1.0, minimum=0.0)
-# "Not found in your documents" (apps/answers/support.py): below either retrieval threshold no answer is
-# generated; a short answer with less than ANSWER_MIN_ANSWER_SUPPORT of its words in the shown sources is
-# replaced. Fitted by `make bench-not-found` on the HotpotQA and MuSiQue samples for the offline profile's
-# text embedder (another reranker scores on another scale: set ANSWER_MIN_SIMILARITY for it, or 0 to turn
-# that check off).
-ANSWER_MIN_SIMILARITY = env_float("ANSWER_MIN_SIMILARITY", 0.433, minimum=-1000.0)
-ANSWER_MIN_COVERAGE = env_float("ANSWER_MIN_COVERAGE", 0.467, minimum=0.0, maximum=1.0)
+# "Not found in your documents" (apps/answers/support.py): no answer is generated when the best source's
+# similarity is below ANSWER_MIN_SIMILARITY, the question's word coverage below ANSWER_MIN_COVERAGE, or
+# similarity + ANSWER_COVERAGE_WEIGHT * coverage below ANSWER_MIN_EVIDENCE; a short answer with less than
+# ANSWER_MIN_ANSWER_SUPPORT of its words in the shown sources is replaced. Fitted by `make bench-not-found`
+# on the HotpotQA and MuSiQue samples and half of a technical manual's questions, for the offline profile's
+# text embedder (another reranker scores on another scale: set the similarity thresholds for it, or 0 to
+# turn those checks off).
+ANSWER_MIN_SIMILARITY = env_float("ANSWER_MIN_SIMILARITY", 0.355, minimum=-1000.0)
+ANSWER_MIN_COVERAGE = env_float("ANSWER_MIN_COVERAGE", 0.0, minimum=0.0, maximum=1.0)
+ANSWER_MIN_EVIDENCE = env_float("ANSWER_MIN_EVIDENCE", 0.895, minimum=-1000.0)
+ANSWER_COVERAGE_WEIGHT = env_float("ANSWER_COVERAGE_WEIGHT", 0.75, minimum=0.0)
 ANSWER_MIN_ANSWER_SUPPORT = env_float("ANSWER_MIN_ANSWER_SUPPORT", 0.5, minimum=0.0, maximum=1.0)
 # The same two for a Chinese question over Chinese sources, and the similarity alone for a question in
 # another script over Chinese sources (TO_CJK) and a Chinese question over sources in another script

@@ -61,7 +61,13 @@ def cache_key(
         "generate": generate,
         "models": models,
         "params": asdict(params),
-        "evidence": [settings.ANSWER_MIN_SIMILARITY, settings.ANSWER_MIN_COVERAGE, settings.ANSWER_MIN_ANSWER_SUPPORT],
+        "evidence": [
+            settings.ANSWER_MIN_SIMILARITY,
+            settings.ANSWER_MIN_COVERAGE,
+            settings.ANSWER_MIN_EVIDENCE,
+            settings.ANSWER_COVERAGE_WEIGHT,
+            settings.ANSWER_MIN_ANSWER_SUPPORT,
+        ],
         "max_new_tokens": settings.ANSWER_MAX_NEW_TOKENS,
     }
     return hashlib.sha256(json.dumps(described, sort_keys=True, default=str).encode()).hexdigest()

@@ -148,6 +148,8 @@ def evidence_params() -> EvidenceParams:
         min_similarity=settings.ANSWER_MIN_SIMILARITY,
         min_coverage=settings.ANSWER_MIN_COVERAGE,
         min_answer_support=settings.ANSWER_MIN_ANSWER_SUPPORT,
+        min_evidence=settings.ANSWER_MIN_EVIDENCE,
+        coverage_weight=settings.ANSWER_COVERAGE_WEIGHT,
         readings={
             CJK: Thresholds(settings.ANSWER_MIN_SIMILARITY_CJK, settings.ANSWER_MIN_COVERAGE_CJK),
             TO_CJK: Thresholds(settings.ANSWER_MIN_SIMILARITY_TO_CJK, 0.0),

@@ -51,6 +51,10 @@ READINGS = (SAME, CJK, TO_CJK, FROM_CJK)
 class Thresholds:
     min_similarity: float  # best source's rerank score below this: not found
     min_coverage: float  # share of the question's words in the sources below this: not found
+    # similarity + coverage_weight * coverage below this: not found (0: no such check). One signal may make
+    # up for the other: a question worded unlike its passage (similarity 0.40) whose words are all there.
+    min_evidence: float = 0.0
+    coverage_weight: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -59,9 +63,13 @@ class EvidenceParams:
     min_coverage: float  # share of the question's words in the sources below this: not found
     min_answer_support: float  # share of the short answer's words in the shown sources below this: not found
     readings: Mapping[str, Thresholds] = field(default_factory=dict)  # other thresholds per reading
+    min_evidence: float = 0.0  # the same-script reading's combined threshold (Thresholds.min_evidence)
+    coverage_weight: float = 0.0
 
     def thresholds(self, reading: str) -> Thresholds:
-        return self.readings.get(reading) or Thresholds(self.min_similarity, self.min_coverage)
+        return self.readings.get(reading) or Thresholds(
+            self.min_similarity, self.min_coverage, self.min_evidence, self.coverage_weight
+        )
 
 
 @dataclass(frozen=True)
@@ -107,8 +115,15 @@ def evidence_measure(question: str, sources: Sequence[Source]) -> Evidence:
 
 
 def evidence_sufficient(evidence: Evidence, params: EvidenceParams) -> bool:
-    thresholds = params.thresholds(evidence.reading)
-    return evidence.similarity >= thresholds.min_similarity and evidence.coverage >= thresholds.min_coverage
+    return thresholds_met(evidence, params.thresholds(evidence.reading))
+
+
+def thresholds_met(evidence: Evidence, thresholds: Thresholds) -> bool:
+    return (
+        evidence.similarity >= thresholds.min_similarity
+        and evidence.coverage >= thresholds.min_coverage
+        and evidence.similarity + thresholds.coverage_weight * evidence.coverage >= thresholds.min_evidence
+    )
 
 
 def prompt_sources_text(user: str) -> str:

@@ -51,6 +51,21 @@ def test_a_question_about_something_the_sources_never_name_is_not() -> None:
     assert not evidence_sufficient(evidence_measure("Who founded the Moss Society?", [chunk(rerank=0.1)]), PARAMS)
 
 
+def test_the_combined_rule_lets_full_coverage_make_up_for_a_lower_similarity() -> None:
+    combined = EvidenceParams(
+        min_similarity=0.35, min_coverage=0.0, min_answer_support=0.5, min_evidence=0.9, coverage_weight=0.75
+    )
+    worded_otherwise = evidence_measure("Who was the first president of the Moss Society?", [chunk(rerank=0.4)])
+    assert worded_otherwise.coverage == 1.0 and evidence_sufficient(worded_otherwise, combined)  # 0.4 + 0.75
+    assert not evidence_sufficient(worded_otherwise, replace(combined, min_similarity=0.45))  # the floor holds
+    half = evidence_measure("Who was the first president of the Kasabian fan club?", [chunk(rerank=0.4)])
+    assert 0.0 < half.coverage < 0.67 and not evidence_sufficient(half, combined)  # 0.4 + 0.75 * coverage < 0.9
+    assert evidence_sufficient(half, replace(combined, coverage_weight=2.0))
+    # a reading with thresholds of its own is held to those alone
+    chinese = evidence_measure(WHERE_ZH, [chunk(rerank=0.3)])
+    assert evidence_sufficient(chinese, replace(combined, readings={FROM_CJK: Thresholds(0.25, 0.0)}))
+
+
 def test_each_reading_is_held_to_its_own_thresholds() -> None:
     readings = {CJK: Thresholds(0.2, 0.4), TO_CJK: Thresholds(0.5, 0.0), FROM_CJK: Thresholds(0.6, 0.0)}
     params = replace(PARAMS, readings=readings)
