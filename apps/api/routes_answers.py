@@ -39,8 +39,6 @@ def ask(request: HttpRequest, body: AskIn, response: HttpResponse) -> Any:
     answer comes as ``application/x-ndjson`` events (``retrieval``, ``token``..., ``done``), as from
     ``POST /api/ask``. A repeated question may be answered from the answer cache (``cached_from``).
     The response carries the answer's ``ETag`` (``GET /answers/{id}`` honours ``If-None-Match``)."""
-    if "\x00" in body.question:
-        raise ApiError(400, "invalid_request", "question: must not contain NUL characters")
     if not body.stream:
         result = asking.ask(
             user=request.user,
