@@ -7,7 +7,8 @@ checked on writes). Errors are JSON ``{"error": code, "message": text}`` with a 
 ``not_found`` (404: also what a resource the caller cannot read gives), ``conflict`` (409),
 ``too_large`` (413), ``unsupported_media_type`` (415), ``busy`` / ``no_worker`` (429/503 with
 Retry-After), ``unavailable`` (503: a service is down), ``internal_error`` (500, never a stack trace).
-The OpenAPI 3.1 document is /api/v1/openapi.json, its browsable page /api/v1/docs.
+The OpenAPI 3.1 document is /api/v1/openapi.json (completed by apps/api/openapi.py), its browsable
+page /api/v1/docs.
 """
 
 from __future__ import annotations
@@ -22,9 +23,12 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.http.multipartparser import MultiPartParserError
 from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, HttpError, ValidationError
+from ninja.openapi.schema import OpenAPISchema
 from ninja.security import HttpBearer, SessionAuth
+from ninja.types import DictStrAny
 
 from apps.answers.types import AnswerError
+from apps.api import openapi
 from apps.api.errors import ApiError
 from apps.api.parsing import ApiParser
 from apps.api.schemas import PATTERN_WORDS
@@ -58,7 +62,18 @@ class Session(SessionAuth):
         return super().authenticate(request, key)
 
 
-api = NinjaAPI(
+class RestApi(NinjaAPI):
+    """django-ninja's API whose OpenAPI document also lists the answers every operation can give."""
+
+    def get_openapi_schema(
+        self, *, path_prefix: str | None = None, path_params: DictStrAny | None = None
+    ) -> OpenAPISchema:
+        schema = super().get_openapi_schema(path_prefix=path_prefix, path_params=path_params)
+        openapi.document_complete(schema)
+        return schema
+
+
+api = RestApi(
     title="ragkg",
     version="1",
     description=DESCRIPTION,

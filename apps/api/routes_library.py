@@ -20,6 +20,7 @@ from apps.accounts.access import readable_collections
 from apps.accounts.models import Collection, CollectionGrant
 from apps.accounts.roles import ADMIN, CURATOR, has_role
 from apps.api.errors import ApiError, forbidden, not_found
+from apps.api.parsing import FORM
 from apps.api.schemas import (
     COLLECTION_NAME,
     PLAIN_TEXT,
@@ -42,6 +43,7 @@ from apps.curation import pages as curation_pages
 from apps.graph.driver import get_driver
 from apps.ingest.jobs import RetryRefused, job_retry, retryable_files
 from apps.ingest.models import Document, IngestJob
+from apps.ingest.parsing.formats import accepted_media_types
 from apps.ingest.selectors import jobs_readable, readable_documents
 from apps.ingest.services import document_delete
 from apps.ingest.uploads import CollectionUnavailable, UploadRefused, actor_of, uploads_submit
@@ -173,12 +175,17 @@ def _document(request: HttpRequest, document_id: str) -> Document:
 
 UPLOAD_COLLECTION = {"min_length": 1, "max_length": accounts.NAME_MAX, "pattern": COLLECTION_NAME}
 UPLOAD_FILES = {"min_length": 1, "max_length": settings.UPLOAD_MAX_FILES}
+# Each file part's media type: what ragkg reads (the file's name and first bytes must agree on it).
+UPLOAD_ENCODING = {
+    "requestBody": {"content": {FORM: {"encoding": {"files": {"contentType": ", ".join(accepted_media_types())}}}}}
+}
 
 
 @router.post(
     "/documents",
     response={202: JobOut, 409: ErrorOut, 413: ErrorOut, **REFUSALS},
     tags=["documents"],
+    openapi_extra=UPLOAD_ENCODING,
 )
 def documents_upload(
     request: HttpRequest,

@@ -8,7 +8,7 @@ the OpenAPI document says exactly which bodies are accepted.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from ninja import Schema
 from pydantic import ConfigDict, Field, JsonValue, model_validator
@@ -231,3 +231,35 @@ class EntryOut(Schema):
     leaf_hash: str
     content_before: Any = None
     content_after: Any = None
+
+
+class AnswerEvent(AnswerOut):
+    """The answer as it stands when retrieval is done, and when the answer is finished."""
+
+    event: Literal["retrieval", "done"]
+
+
+class TokenEvent(Schema):
+    """A piece of the generated text."""
+
+    event: Literal["token"]
+    text: str
+
+
+class GeneratedEvent(Schema):
+    """The whole generated text, before citations are added."""
+
+    event: Literal["generated"]
+    answer: str
+    not_found: bool
+
+
+class ErrorEvent(Schema):
+    """Generation failed (no worker, too slow, the broker down); the ``done`` event follows."""
+
+    event: Literal["error"]
+    message: str
+    detail: str | None = None
+
+
+AskEvent = Annotated[AnswerEvent | TokenEvent | GeneratedEvent | ErrorEvent, Field(discriminator="event")]

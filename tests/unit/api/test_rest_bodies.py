@@ -1,4 +1,5 @@
-"""The REST API's answers to bodies it cannot take (400, 415), to grants of no one (404), to a service down (503)."""
+"""The REST API's answers to bodies it cannot take (400, 415), to grants of no one (404), and what its
+OpenAPI document says beyond the views: the answers every operation can give, the streamed ask."""
 
 from __future__ import annotations
 
@@ -118,3 +119,33 @@ def test_a_service_down_is_503_unavailable_naming_it(monkeypatch: pytest.MonkeyP
     refused = Client().get(f"/api/v1/documents/{document.id}", **bearer(key))
     _error(refused, 503, "unavailable")
     assert refused.json()["stage"] == "neo4j" and refused["Retry-After"] == "10"
+
+
+def _document() -> dict[str, Any]:
+    document: dict[str, Any] = Client().get("/api/v1/openapi.json").json()
+    return document
+
+
+def test_every_operation_documents_the_answers_it_can_give_before_or_around_it() -> None:
+    document = _document()
+    for path, item in document["paths"].items():
+        for method, operation in item.items():
+            responses = operation["responses"]
+            assert {"401", "429", "500", "503"} <= set(responses), (method, path)
+            assert responses["401"]["headers"]["WWW-Authenticate"]["required"] is True
+            assert "Retry-After" in responses["429"]["headers"]
+            if "requestBody" in operation:
+                assert {"400", "413", "415"} <= set(responses), (method, path)
+
+
+def test_the_streamed_ask_is_documented_as_ndjson_events() -> None:
+    document = _document()
+    ok = document["paths"]["/api/v1/ask"]["post"]["responses"]["200"]
+    assert set(ok["content"]) == {"application/json", "application/x-ndjson"}
+    events = ok["content"]["application/x-ndjson"]["schema"]
+    assert set(events["discriminator"]["mapping"]) == {"retrieval", "token", "generated", "error", "done"}
+    for name in ("AnswerEvent", "TokenEvent", "GeneratedEvent", "ErrorEvent"):
+        assert name in document["components"]["schemas"]
+    assert "ETag" in ok["headers"]
+    upload = document["paths"]["/api/v1/documents"]["post"]["requestBody"]["content"]["multipart/form-data"]
+    assert "application/pdf" in upload["encoding"]["files"]["contentType"]
