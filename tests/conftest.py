@@ -50,15 +50,20 @@ def _running() -> set[str]:
 
 
 @contextlib.contextmanager
-def web_server_running(env: dict[str, str | None] | None = None) -> Iterator[str]:
-    """The test web server's base URL; started here (with ``env`` added) unless it already ran, and then stopped."""
+def web_server_running(env: dict[str, str | None] | None = None, *, restart: bool = False) -> Iterator[str]:
+    """The test web server's base URL; started here (with ``env`` added) unless it already ran, and then stopped.
+    With ``restart``, one already running is stopped first (so ``env`` applies), and started again after."""
     before = _running()
+    if restart and "web" in before:
+        services("down", "web")
     result = services("up", "web", check=False, env=env)
     if result.returncode != 0:
         pytest.fail(f"could not start the test web server:\n{result.stdout}\n{result.stderr}")
     yield f"http://{settings.WEB_HOST}:{settings.WEB_PORT}"
-    if "web" not in before:
+    if "web" not in before or restart:
         services("down", "web")
+    if restart and "web" in before:
+        services("up", "web")
 
 
 @pytest.fixture(scope="session")

@@ -6,7 +6,9 @@ import socket
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +46,32 @@ def manage_within(timeout: float, /, *args: str, **env: str) -> subprocess.Compl
         text=True,
         timeout=timeout,
     )
+
+
+USER_SCRIPT = """
+import os
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
+user, _ = get_user_model().objects.get_or_create(username=os.environ["API_USER"])
+user.groups.set([Group.objects.get_or_create(name=r)[0] for r in os.environ["API_ROLES"].split(",") if r])
+"""
+
+
+@dataclass(frozen=True)
+class ApiUser:
+    name: str
+    key: str
+
+
+def api_user(roles: str) -> ApiUser:
+    """A new user with ``roles`` (comma-separated) and a key for them, made as an operator would
+    (``manage.py apikeys``), in the database of the running test stack."""
+    name = f"api-{uuid.uuid4().hex[:8]}"
+    made = manage("shell", "-c", USER_SCRIPT, API_USER=name, API_ROLES=roles)
+    assert made.returncode == 0, made.stdout + made.stderr
+    created = manage("apikeys", "create", name, "--name", "tests")
+    assert created.returncode == 0, created.stdout + created.stderr
+    return ApiUser(name, created.stdout.strip().splitlines()[-1])
 
 
 def queue_purge(name: str) -> None:

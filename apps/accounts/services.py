@@ -25,6 +25,10 @@ class AccountsError(ValueError):
     """A request about users, groups or collections that cannot be carried out, in plain words."""
 
 
+class NotFound(AccountsError):
+    """The user, group or grant named does not exist."""
+
+
 def collection_name_check(name: str) -> str:
     """The collection name, stripped; refused when empty, too long, or holding "/" (a document's
     change-log subject is "<collection>/<path>", so the first "/" must end the collection)."""
@@ -66,7 +70,14 @@ def _user(username: str) -> User:
     try:
         return User.objects.get(username=username)
     except User.DoesNotExist:
-        raise AccountsError(f"No user named {username!r}.") from None
+        raise NotFound(f"No user named {username!r}.") from None
+
+
+def _group(name: str) -> Group:
+    try:
+        return Group.objects.get(name=name)
+    except Group.DoesNotExist:
+        raise NotFound(f"No group named {name!r}.") from None
 
 
 def collection_visibility_set(*, name: str, public: bool) -> Collection:
@@ -87,6 +98,8 @@ def collection_grant(
     grant = CollectionGrant(collection=_collection(collection))
     if username is not None:
         grant.user, label = _user(username), f"user {username}"
+    elif revoke:  # taking a grant back never creates the group
+        grant.group, label = _group(str(group)), f"group {group}"
     else:
         grant.group, created = Group.objects.get_or_create(name=str(group))
         label = f"group {group}" + (" (created)" if created else "")
@@ -97,6 +110,18 @@ def collection_grant(
     if not grants.exists():
         grant.save()
     return f"{label} can read {collection}"
+
+
+def collection_grant_revoke(*, collection: str, grant_id: int) -> str:
+    """Take back the grant ``grant_id`` of ``collection``; NotFound when the collection has none by that id."""
+    grant = (
+        CollectionGrant.objects.filter(collection_id=collection, pk=grant_id).select_related("user", "group").first()
+    )
+    if grant is None:
+        raise NotFound(f"{collection} has no grant {grant_id}.")
+    label = f"user {grant.user.get_username()}" if grant.user is not None else f"group {grant.group}"
+    grant.delete()
+    return f"{label} can no longer read {collection}"
 
 
 def group_member_set(*, username: str, group: str, member: bool = True) -> str:

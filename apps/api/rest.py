@@ -5,9 +5,10 @@ apps/accounts/middleware.py, which sets ``request.api_key``) or a logged-in brow
 checked on writes). Errors are JSON ``{"error": code, "message": text}`` with a stable code:
 ``invalid_request`` (400, the field named), ``unauthorized`` (401), ``forbidden`` (403),
 ``not_found`` (404: also what a resource the caller cannot read gives), ``conflict`` (409),
-``too_large`` (413), ``busy`` / ``no_worker`` (429/503 with Retry-After), ``unavailable`` (503),
-``internal_error`` (500, never a stack trace). The OpenAPI 3.1 document is /api/v1/openapi.json,
-its browsable page /api/v1/docs.
+``too_large`` (413), ``unsupported_media_type`` (415), ``busy`` / ``no_worker`` (429/503 with
+Retry-After), ``unavailable`` (503: a service is down), ``internal_error`` (500, never a stack trace).
+The OpenAPI 3.1 document is /api/v1/openapi.json (completed by apps/api/openapi.py), its browsable
+page /api/v1/docs.
 """
 
 from __future__ import annotations
@@ -19,13 +20,20 @@ from typing import Any
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig, TooManyFilesSent
 from django.http import Http404, HttpRequest, HttpResponse
+from django.http.multipartparser import MultiPartParserError
 from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, HttpError, ValidationError
+from ninja.openapi.schema import OpenAPISchema
 from ninja.security import HttpBearer, SessionAuth
+from ninja.types import DictStrAny
 
 from apps.answers.types import AnswerError
+from apps.api import openapi
 from apps.api.errors import ApiError
+from apps.api.parsing import ApiParser
+from apps.api.schemas import PATTERN_WORDS
 from apps.core.admission import Busy
+from apps.core.dependencies import classify
 
 logger = logging.getLogger(__name__)
 
@@ -54,12 +62,24 @@ class Session(SessionAuth):
         return super().authenticate(request, key)
 
 
-api = NinjaAPI(
+class RestApi(NinjaAPI):
+    """django-ninja's API whose OpenAPI document also lists the answers every operation can give."""
+
+    def get_openapi_schema(
+        self, *, path_prefix: str | None = None, path_params: DictStrAny | None = None
+    ) -> OpenAPISchema:
+        schema = super().get_openapi_schema(path_prefix=path_prefix, path_params=path_params)
+        openapi.document_complete(schema)
+        return schema
+
+
+api = RestApi(
     title="ragkg",
     version="1",
     description=DESCRIPTION,
     urls_namespace="api-v1",
     auth=[BearerKey(), Session()],
+    parser=ApiParser(),
 )
 
 
@@ -71,15 +91,20 @@ def error(request: HttpRequest, status: int, code: str, message: str, **extra: A
 
 
 def _field(error_item: dict[str, Any]) -> str:
-    location = [
-        str(part) for part in error_item.get("loc", ()) if part not in ("body", "query", "path", "form", "payload")
-    ]
-    return ".".join(location)
+    sources = ("body", "query", "path", "form", "file", "payload")
+    return ".".join(str(part) for part in error_item.get("loc", ()) if part not in sources)
+
+
+def _message(error_item: dict[str, Any]) -> str:
+    """pydantic's message; for a pattern, what the pattern asks in words (never the regex)."""
+    if error_item.get("type") == "string_pattern_mismatch":
+        return PATTERN_WORDS.get(error_item.get("ctx", {}).get("pattern"), "does not have the expected form")
+    return str(error_item.get("msg", "invalid"))
 
 
 @api.exception_handler(ValidationError)
 def _invalid(request: HttpRequest, exc: ValidationError) -> HttpResponse:
-    fields = [{"field": _field(item), "message": str(item.get("msg", "invalid"))} for item in exc.errors]
+    fields = [{"field": _field(item), "message": _message(item)} for item in exc.errors]
     named = "; ".join(f"{item['field'] or 'body'}: {item['message']}" for item in fields) or "the request is not valid"
     return error(request, 400, "invalid_request", named, fields=fields)
 
@@ -108,6 +133,8 @@ def _not_found(request: HttpRequest, exc: Http404) -> HttpResponse:
 
 @api.exception_handler(HttpError)
 def _http_error(request: HttpRequest, exc: HttpError) -> HttpResponse:
+    if isinstance(exc.__cause__, ApiError):  # ninja wraps what the body parser raises
+        return _api_error(request, exc.__cause__)
     codes = {400: "invalid_request", 403: "forbidden", 404: "not_found", 405: "method_not_allowed", 429: "busy"}
     return error(request, exc.status_code, codes.get(exc.status_code, "error"), str(exc))
 
@@ -122,7 +149,14 @@ def _too_large(request: HttpRequest, exc: RequestDataTooBig) -> HttpResponse:
 
 @api.exception_handler(TooManyFilesSent)
 def _too_many_files(request: HttpRequest, exc: TooManyFilesSent) -> HttpResponse:
-    return error(request, 413, "too_large", f"At most {settings.DATA_UPLOAD_MAX_NUMBER_FILES} files per request.")
+    """More files than ``files`` may hold (its maxItems): an invalid field, as pydantic would say."""
+    message = f"files: at most {settings.DATA_UPLOAD_MAX_NUMBER_FILES} files per request"
+    return error(request, 400, "invalid_request", message, fields=[{"field": "files", "message": message}])
+
+
+@api.exception_handler(MultiPartParserError)
+def _not_multipart(request: HttpRequest, exc: MultiPartParserError) -> HttpResponse:
+    return error(request, 400, "invalid_request", f"body: not valid multipart/form-data ({exc})")
 
 
 @api.exception_handler(json.JSONDecodeError)
@@ -144,6 +178,10 @@ def _answer_error(request: HttpRequest, exc: AnswerError) -> HttpResponse:
 
 @api.exception_handler(Exception)
 def _internal(request: HttpRequest, exc: Exception) -> HttpResponse:
+    down = classify(exc)
+    if down is not None:
+        logger.warning("API %s %s: %s", request.method, request.path, down)
+        return error(request, 503, "unavailable", f"{down.reason}.", stage=down.service, retry_after=10)
     logger.exception("API %s %s failed", request.method, request.path)
     return error(request, 500, "internal_error", "Something went wrong on the server; it is logged.")
 

@@ -18,7 +18,8 @@ from apps.answers.views import answer_events
 from apps.api import asking
 from apps.api.errors import ApiError, forbidden, not_found
 from apps.api.evidence import citations_of
-from apps.api.schemas import AnswerOut, AskIn, EntryOut, ErrorOut
+from apps.api.openapi import ETAG, etag_header, ndjson_response
+from apps.api.schemas import AnswerOut, AskEvent, AskIn, EntryOut, ErrorOut
 from apps.ledger.pages import entries_visible, entry_proof_bundle
 from apps.ledger.services import LedgerError, snapshot
 from apps.provenance.pages import answer_readable
@@ -33,14 +34,24 @@ def _shaped(result: dict[str, Any]) -> dict[str, Any]:
     return {**result, "error": result.get("error") or "", "citations": citations_of(result)}
 
 
-@router.post("/ask", response={200: AnswerOut, **REFUSALS, **BUSY}, tags=["answers"])
+STREAMED = (
+    "The answer (application/json); with `stream`, application/x-ndjson: one JSON event per line, "
+    "`retrieval` (the answer so far: sources, timings), `token`... (`text`), `generated`, `error` "
+    "(generation failed), and last `done` (the finished answer)."
+)
+
+
+@router.post(
+    "/ask",
+    response={200: AnswerOut, **REFUSALS, **BUSY},
+    tags=["answers"],
+    openapi_extra=ndjson_response(AskEvent, STREAMED, headers={"ETag": ETAG}),
+)
 def ask(request: HttpRequest, body: AskIn, response: HttpResponse) -> Any:
     """Ask over the caller's readable collections (or the ones named among them). With ``stream`` the
     answer comes as ``application/x-ndjson`` events (``retrieval``, ``token``..., ``done``), as from
     ``POST /api/ask``. A repeated question may be answered from the answer cache (``cached_from``).
-    The response carries the answer's ``ETag`` (``GET /answers/{id}`` honours ``If-None-Match``)."""
-    if "\x00" in body.question:
-        raise ApiError(400, "invalid_request", "question: must not contain NUL characters")
+    The JSON answer carries its ``ETag`` (``GET /answers/{id}`` honours ``If-None-Match``)."""
     if not body.stream:
         result = asking.ask(
             user=request.user,
@@ -73,7 +84,12 @@ def _answer(request: HttpRequest, answer_id: str) -> Answer:
     return answer
 
 
-@router.get("/answers/{answer_id}", response={200: AnswerOut, 304: None, **REFUSALS}, tags=["answers"])
+@router.get(
+    "/answers/{answer_id}",
+    response={200: AnswerOut, 304: None, **REFUSALS},
+    tags=["answers"],
+    openapi_extra=etag_header(200, 304),
+)
 def answer_get(request: HttpRequest, answer_id: str, response: HttpResponse) -> Any:
     """One answer with its sources, token provenance and citations: the caller's own, or (auditors)
     any answer drawn only from collections they can read. Its ``ETag`` is made from the answer and the

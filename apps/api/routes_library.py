@@ -5,12 +5,14 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+from django.conf import settings
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.contrib.auth.models import AnonymousUser
 from django.db.models import Count
 from django.http import HttpRequest
-from ninja import File, Form, Query, Router, Schema, Status
+from ninja import Form, Query, Router, Schema, Status
 from ninja.files import UploadedFile
+from ninja.params import FileEx, FormEx
 from pydantic import Field
 
 from apps.accounts import services as accounts
@@ -18,7 +20,10 @@ from apps.accounts.access import readable_collections
 from apps.accounts.models import Collection, CollectionGrant
 from apps.accounts.roles import ADMIN, CURATOR, has_role
 from apps.api.errors import ApiError, forbidden, not_found
+from apps.api.parsing import FORM
 from apps.api.schemas import (
+    COLLECTION_NAME,
+    PLAIN_TEXT,
     CollectionIn,
     CollectionOut,
     DeletionOut,
@@ -38,9 +43,10 @@ from apps.curation import pages as curation_pages
 from apps.graph.driver import get_driver
 from apps.ingest.jobs import RetryRefused, job_retry, retryable_files
 from apps.ingest.models import Document, IngestJob
+from apps.ingest.parsing.formats import accepted_media_types
 from apps.ingest.selectors import jobs_readable, readable_documents
 from apps.ingest.services import document_delete
-from apps.ingest.uploads import UploadRefused, actor_of, uploads_submit
+from apps.ingest.uploads import CollectionUnavailable, UploadRefused, actor_of, uploads_submit
 from apps.ledger.models import ChangeEntry
 from apps.vectors.spaces import collection_space_choose, settled_spaces
 
@@ -127,37 +133,35 @@ def grants_list(request: HttpRequest, name: str) -> list[dict[str, Any]]:
     ]
 
 
-def _grant(request: HttpRequest, name: str, body: GrantIn, *, revoke: bool) -> dict[str, str]:
+@router.post("/collections/{name}/grants", response={200: GrantChangeOut, **REFUSALS}, tags=["collections"])
+def grant_add(request: HttpRequest, name: str, body: GrantIn) -> dict[str, str]:
+    """Let one user or one group read the collection (404 when no such user)."""
     collection = _owned(request, name)
-    if (body.user is None) == (body.group is None):
-        raise ApiError(400, "invalid_request", "user, group: give exactly one of them")
     try:
-        message = accounts.collection_grant(
-            collection=collection.name, username=body.user, group=body.group, revoke=revoke
-        )
-    except accounts.AccountsError as exc:
-        raise ApiError(400, "invalid_request", f"user: {exc}") from exc
+        message = accounts.collection_grant(collection=collection.name, username=body.user, group=body.group)
+    except accounts.NotFound as exc:
+        raise ApiError(404, "not_found", str(exc)) from exc
     return {"message": message}
 
 
-@router.post("/collections/{name}/grants", response={200: GrantChangeOut, **REFUSALS}, tags=["collections"])
-def grant_add(request: HttpRequest, name: str, body: GrantIn) -> dict[str, str]:
-    """Let one user or one group read the collection."""
-    return _grant(request, name, body, revoke=False)
-
-
-@router.delete("/collections/{name}/grants", response={200: GrantChangeOut, **REFUSALS}, tags=["collections"])
-def grant_remove(request: HttpRequest, name: str, body: Query[GrantIn]) -> dict[str, str]:
-    """Take one user's or one group's grant back (``?user=`` or ``?group=``)."""
-    return _grant(request, name, body, revoke=True)
+@router.delete(
+    "/collections/{name}/grants/{grant_id}", response={200: GrantChangeOut, **REFUSALS}, tags=["collections"]
+)
+def grant_remove(request: HttpRequest, name: str, grant_id: int) -> dict[str, str]:
+    """Take a grant back: its ``id`` as GET /collections/{name}/grants lists it (404 when there is none)."""
+    collection = _owned(request, name)
+    try:
+        return {"message": accounts.collection_grant_revoke(collection=collection.name, grant_id=grant_id)}
+    except accounts.NotFound as exc:
+        raise ApiError(404, "not_found", str(exc)) from exc
 
 
 # --- documents ----------------------------------------------------------------------------------
 
 
 class DocumentFilter(Schema):
-    collection: str = Field("", max_length=100)
-    q: str = Field("", max_length=300, description="a piece of the title or path")
+    collection: str = Field("", max_length=100, pattern=PLAIN_TEXT)
+    q: str = Field("", max_length=300, pattern=PLAIN_TEXT, description="a piece of the title or path")
     limit: int = Field(50, ge=1, le=200)
     offset: int = Field(0, ge=0, le=10_000_000)
 
@@ -169,18 +173,38 @@ def _document(request: HttpRequest, document_id: str) -> Document:
     return document
 
 
-@router.post("/documents", response={202: JobOut, 413: ErrorOut, 429: ErrorOut, **REFUSALS}, tags=["documents"])
+UPLOAD_COLLECTION = {"min_length": 1, "max_length": accounts.NAME_MAX, "pattern": COLLECTION_NAME}
+UPLOAD_FILES = {"min_length": 1, "max_length": settings.UPLOAD_MAX_FILES}
+# Each file part's media type: what ragkg reads (the file's name and first bytes must agree on it).
+UPLOAD_ENCODING = {
+    "requestBody": {"content": {FORM: {"encoding": {"files": {"contentType": ", ".join(accepted_media_types())}}}}}
+}
+
+
+@router.post(
+    "/documents",
+    response={202: JobOut, 409: ErrorOut, 413: ErrorOut, **REFUSALS},
+    tags=["documents"],
+    openapi_extra=UPLOAD_ENCODING,
+)
 def documents_upload(
-    request: HttpRequest, collection: Form[str], files: File[list[UploadedFile]], space: Form[SpaceChoice] = "auto"
+    request: HttpRequest,
+    collection: FormEx[str, UPLOAD_COLLECTION],
+    files: FileEx[list[UploadedFile], UPLOAD_FILES],
+    space: Form[SpaceChoice] = "auto",
 ) -> Status[dict[str, Any]]:
     """Upload one or many files (multipart ``files``) into a collection (a new one is the caller's, in
     the text ``space`` given: see POST /collections); they are ingested by a job: follow it at
-    /jobs/{id}. Curators."""
+    /jobs/{id}. A file of a type ragkg does not read, or whose content does not match its name's
+    type, is 400 and nothing is stored; a collection name taken by one the caller cannot read, 409.
+    Curators."""
     _curator(request.user, "Uploading documents")
     if not files:
         raise ApiError(400, "invalid_request", "files: send at least one file")
     try:
         job = uploads_submit(user=request.user, collection=collection, files=files, space=space)
+    except CollectionUnavailable as exc:
+        raise ApiError(409, "conflict", str(exc)) from exc
     except UploadRefused as exc:
         raise ApiError(400, "invalid_request", str(exc)) from exc
     return Status(202, _job_out(job))

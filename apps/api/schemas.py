@@ -1,12 +1,57 @@
-"""The REST API's request and response bodies (pydantic models, described in the OpenAPI document)."""
+"""The REST API's request and response bodies (pydantic models, described in the OpenAPI document).
+
+A request body is validated strictly (``"1"`` is no number, ``0`` no boolean), and every rule a service
+applies to a value it is given (a collection name, a question) is stated in the value's schema too, so
+the OpenAPI document says exactly which bodies are accepted.
+"""
 
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from ninja import Schema
-from pydantic import Field
+from pydantic import ConfigDict, Field, JsonValue, model_validator
+
+from apps.accounts.services import NAME_MAX
+from apps.answers.services import MAX_QUESTION_CHARS
+
+# What str.strip() and str.split() take for whitespace: the services trim names and collapse questions
+# with them (tests/unit/api/test_schemas.py checks the list against Python's).
+SPACES = (
+    "\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006"
+    "\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
+)
+
+
+def _escaped(chars: str) -> str:
+    return "".join(f"\\u{ord(char):04x}" for char in chars)
+
+
+def text_pattern(*, forbidden: str = "\x00", nonblank: bool = False) -> str:
+    """A regex for text holding none of ``forbidden`` (and with ``nonblank``, something besides
+    whitespace). Written with ``\\uXXXX`` escapes only, so Python, pydantic's Rust engine and JSON
+    Schema's ECMA-262 dialect read it alike."""
+    free = f"[^{_escaped(forbidden)}]*"
+    if not nonblank:
+        return f"^{free}$"
+    return f"^{free}[^{_escaped(forbidden + SPACES)}]{free}$"
+
+
+PLAIN_TEXT = text_pattern()
+COLLECTION_NAME = text_pattern(forbidden="\x00/", nonblank=True)
+QUESTION = text_pattern(nonblank=True)
+PATTERN_WORDS = {
+    PLAIN_TEXT: "must not contain NUL characters",
+    COLLECTION_NAME: 'must hold more than whitespace, and no "/" or NUL characters',
+    QUESTION: "must hold more than whitespace, and no NUL characters",
+}
+
+
+class BodyIn(Schema):
+    """A JSON request body, taken as sent: no type coercion."""
+
+    model_config = ConfigDict(strict=True)
 
 
 class ErrorOut(Schema):
@@ -30,9 +75,11 @@ class CollectionOut(Schema):
 SpaceChoice = Literal["auto", "text", "mtext"]
 
 
-class CollectionIn(Schema):
-    name: str = Field(min_length=1, max_length=100, description='no "/"')
-    title: str = Field("", max_length=300)
+class CollectionIn(BodyIn):
+    name: str = Field(
+        min_length=1, max_length=NAME_MAX, pattern=COLLECTION_NAME, description='no "/", not only whitespace'
+    )
+    title: str = Field("", max_length=300, pattern=PLAIN_TEXT)
     public: bool = False
     space: SpaceChoice = Field(
         "auto",
@@ -49,9 +96,24 @@ class GrantOut(Schema):
     created_at: datetime
 
 
-class GrantIn(Schema):
-    user: str | None = Field(None, max_length=150)
-    group: str | None = Field(None, max_length=150)
+GRANTEE_ONE_OF: list[JsonValue] = [
+    {"required": [name], "properties": {name: {"type": "string"}}} for name in ("user", "group")
+]
+
+
+class GrantIn(BodyIn):
+    """One user or one group (exactly one of the two)."""
+
+    model_config = ConfigDict(strict=True, json_schema_extra={"oneOf": GRANTEE_ONE_OF})
+
+    user: str | None = Field(None, min_length=1, max_length=150, pattern=PLAIN_TEXT)
+    group: str | None = Field(None, min_length=1, max_length=150, pattern=PLAIN_TEXT)
+
+    @model_validator(mode="after")
+    def _one_grantee(self) -> GrantIn:
+        if (self.user is None) == (self.group is None):
+            raise ValueError("give exactly one of user and group")
+        return self
 
 
 class GrantChangeOut(Schema):
@@ -122,12 +184,14 @@ class JobOut(Schema):
     finished_at: datetime | None
 
 
-class RetryIn(Schema):
+class RetryIn(BodyIn):
     files: list[int] | None = Field(None, description="file numbers to retry (default: every failed file kept)")
 
 
-class AskIn(Schema):
-    question: str = Field(min_length=1, max_length=20000)
+class AskIn(BodyIn):
+    question: str = Field(
+        min_length=1, max_length=MAX_QUESTION_CHARS, pattern=QUESTION, description="not only whitespace, no NUL"
+    )
     collections: list[str] | None = Field(None, description="search only these (default: every readable one)")
     generate: bool = True
     mode: Literal["graph", "dense"] = "graph"
@@ -171,3 +235,35 @@ class EntryOut(Schema):
     leaf_hash: str
     content_before: Any = None
     content_after: Any = None
+
+
+class AnswerEvent(AnswerOut):
+    """The answer as it stands when retrieval is done, and when the answer is finished."""
+
+    event: Literal["retrieval", "done"]
+
+
+class TokenEvent(Schema):
+    """A piece of the generated text."""
+
+    event: Literal["token"]
+    text: str
+
+
+class GeneratedEvent(Schema):
+    """The whole generated text, before citations are added."""
+
+    event: Literal["generated"]
+    answer: str
+    not_found: bool
+
+
+class ErrorEvent(Schema):
+    """Generation failed (no worker, too slow, the broker down); the ``done`` event follows."""
+
+    event: Literal["error"]
+    message: str
+    detail: str | None = None
+
+
+AskEvent = Annotated[AnswerEvent | TokenEvent | GeneratedEvent | ErrorEvent, Field(discriminator="event")]

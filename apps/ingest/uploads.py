@@ -39,6 +39,10 @@ class UploadRefused(ValueError):
     """An upload request that is not accepted, with the reason in plain words."""
 
 
+class CollectionUnavailable(UploadRefused):
+    """The collection name is taken by a collection the uploader cannot read."""
+
+
 @dataclass(frozen=True)
 class UploadLimits:
     max_file_bytes: int
@@ -107,7 +111,7 @@ def upload_collection(*, user: User, name: str) -> str:
     if Collection.objects.filter(name=collection).exists() and not can_read(user, collection):
         # Names are global: a name in use elsewhere is refused without saying who uses it or whether
         # it holds anything (the same words as for any name the uploader may not take).
-        raise UploadRefused(
+        raise CollectionUnavailable(
             f"The collection name “{collection}” is not available to you; pick one of yours or another name."
         )
     return collection

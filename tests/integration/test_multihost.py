@@ -26,9 +26,8 @@ import requests
 from neo4j import GraphDatabase
 
 from tests.conftest import SERVICES
-from tests.integration.test_rest_api import USER_SCRIPT
 from tests.postgres import postgres_server
-from tests.support import BASE_DIR, free_port, manage
+from tests.support import BASE_DIR, USER_SCRIPT, free_port, manage
 
 logger = logging.getLogger(__name__)
 

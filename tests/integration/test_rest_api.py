@@ -1,7 +1,7 @@
 """The REST API from a script's side, against the real stack (web server, Celery workers, Neo4j, chain):
 only an HTTP client and the OpenAPI document. Upload -> job done -> ask -> the answer's provenance ->
-the proof of the document's change-log entry -> delete; then schemathesis fuzzes every operation of
-the schema (stateless, bounded examples) as a key without collections and finds no 5xx."""
+the proof of the document's change-log entry -> delete. (schemathesis fuzzes every operation:
+tests/integration/test_schemathesis.py.)"""
 
 from __future__ import annotations
 
@@ -12,11 +12,9 @@ from typing import Any
 
 import pytest
 import requests
-import schemathesis
-from hypothesis import HealthCheck, given, settings
 
 from tests.conftest import web_server_running
-from tests.support import manage
+from tests.support import api_user, manage
 
 pytestmark = pytest.mark.integration
 
@@ -24,23 +22,6 @@ TEXT = (
     b"Marigold Fenwick founded the Lanternwick Observatory in 1902. "
     b"The observatory stands on Corvane Hill, above the town of Ashbury."
 )
-USER_SCRIPT = """
-import os
-from django.contrib.auth import get_user_model
-from django.contrib.auth.models import Group
-user, _ = get_user_model().objects.get_or_create(username=os.environ["API_USER"])
-user.groups.set([Group.objects.get_or_create(name=r)[0] for r in os.environ["API_ROLES"].split(",") if r])
-"""
-
-
-def user_key(roles: str) -> str:
-    """A new user with ``roles`` and a key for them, made as an operator would (manage.py apikeys)."""
-    name = f"api-{uuid.uuid4().hex[:8]}"
-    made = manage("shell", "-c", USER_SCRIPT, API_USER=name, API_ROLES=roles)
-    assert made.returncode == 0, made.stdout + made.stderr
-    created = manage("apikeys", "create", name, "--name", "tests")
-    assert created.returncode == 0, created.stdout + created.stderr
-    return created.stdout.strip().splitlines()[-1]
 
 
 @pytest.fixture(scope="module")
@@ -75,7 +56,7 @@ def _matches(documented: str, actual: str) -> bool:
 
 
 def test_upload_ask_provenance_proof_delete(web: str) -> None:
-    api = Api(web, user_key("curator,auditor"))
+    api = Api(web, api_user("curator,auditor").key)
     collection = f"rest-{uuid.uuid4().hex[:8]}"
     made = api.call("POST", "/collections", 201, json={"name": collection, "title": "Observatories"})
     assert made["owned"] is True and made["public"] is False
@@ -123,7 +104,7 @@ def test_upload_ask_provenance_proof_delete(web: str) -> None:
 
 
 def test_keys_and_collections_a_script_cannot_use(web: str) -> None:
-    outsider = Api(web, user_key(""))
+    outsider = Api(web, api_user("").key)
     outsider.call("GET", "/documents?collection=demo-private-none", 200)
     hidden = outsider.call(
         "POST", "/ask", 200, json={"question": "Who founded it?", "collections": ["nothing-here"], "generate": False}
@@ -131,39 +112,8 @@ def test_keys_and_collections_a_script_cannot_use(web: str) -> None:
     assert hidden["sources"] == []
     wrong = requests.get(f"{web}/api/v1/collections", headers={"Authorization": "Bearer rkg_unknown"}, timeout=30)
     assert wrong.status_code == 401 and wrong.json()["error"] == "invalid_api_key"
-    revoked_key = user_key("")
+    revoked_key = api_user("").key
     key_id = revoked_key.split("_")[1]
     assert manage("apikeys", "revoke", key_id).returncode == 0
     gone = requests.get(f"{web}/api/v1/collections", headers={"Authorization": f"Bearer {revoked_key}"}, timeout=30)
     assert gone.status_code == 401
-
-
-@pytest.fixture(scope="module")
-def fuzz_key(web: str) -> str:
-    return user_key("")
-
-
-def test_no_operation_answers_5xx(web: str, fuzz_key: str) -> None:
-    """schemathesis draws requests for every operation of the live document (8 each, reproducible) and
-    sends them as a key without collections; no answer may be a server error."""
-    schema = schemathesis.openapi.from_url(f"{web}/api/v1/openapi.json")
-    failures: list[str] = []
-    operations = [result.ok() for result in schema.get_all_operations()]  # type: ignore[union-attr]
-    assert len(operations) >= 16
-    sent = 0
-    for operation in operations:
-
-        @given(case=operation.as_strategy())
-        @settings(
-            max_examples=8, deadline=None, derandomize=True, database=None, suppress_health_check=list(HealthCheck)
-        )
-        def send(case: Any) -> None:
-            nonlocal sent
-            response = case.call(headers={"Authorization": f"Bearer {fuzz_key}"}, timeout=60)
-            sent += 1
-            if response.status_code >= 500:
-                failures.append(f"{case.method} {case.formatted_path}: {response.status_code} {response.text[:300]}")
-
-        send()
-    assert sent >= len(operations)
-    assert not failures, "\n".join(failures)

@@ -89,7 +89,7 @@ GET_EXPECTED: dict[str, tuple[int, ...]] = {
     "api-v1:collection_create": (401, 200, 200, 200, 200, 200),  # the same path: GET lists
     "api-v1:grants_list": (401, 404, 403, 404, 404, 200),  # the member reads it but does not own it
     "api-v1:grant_add": (401, 404, 403, 404, 404, 200),
-    "api-v1:grant_remove": (401, 404, 403, 404, 404, 200),
+    "api-v1:grant_remove": (405, 405, 405, 405, 405, 405),  # DELETE only
     "api-v1:documents_list": (401, 200, 200, 200, 200, 200),
     "api-v1:documents_upload": (401, 200, 200, 200, 200, 200),
     "api-v1:document_get": (401, 404, 200, 404, 404, 200),
@@ -223,19 +223,18 @@ POST_EXPECTED: dict[str, tuple[int | None, ...]] = {
     "api-key-revoke": (302, 302, NOT_WALKED, 302, 302, NOT_WALKED),  # someone else's key: refused
     "api-v1:collection_create": (401, 403, 403, NOT_WALKED, 403, NOT_WALKED),
     "api-v1:grant_add": (401, 404, 403, 404, 404, NOT_WALKED),
-    "api-v1:documents_upload": (401, 403, 403, 400, 403, NOT_WALKED),  # into a collection not theirs
+    "api-v1:documents_upload": (401, 403, 403, 409, 403, NOT_WALKED),  # into a collection not theirs: name taken
     "api-v1:job_retry_create": (401, 403, 403, 404, 403, NOT_WALKED),
     "api-v1:ask": (401, 200, NOT_WALKED, 200, 200, NOT_WALKED),
     "openai-chat": (401, 401, 401, 401, 401, 401),
     "mcp": (401, 401, 401, 401, 401, 401),
 }
 PUBLIC_POSTS = {"api-ask", "home", "search", "ledger:verify", "api-v1:ask"}  # answered: may record an answer
-# DELETE per pattern name and persona, like POST_EXPECTED (with the query string the operation reads).
+# DELETE per pattern name and persona, like POST_EXPECTED.
 DELETE_EXPECTED: dict[str, tuple[int | None, ...]] = {
     "api-v1:document_remove": (401, 403, 403, 404, 403, NOT_WALKED),
     "api-v1:grant_remove": (401, 404, 403, 404, 404, NOT_WALKED),
 }
-DELETE_QUERIES = {"api-v1:grant_remove": "?group=team"}
 # The same API with each persona's key instead of a session: the statuses of the session walk but for
 # the key-only endpoints, which a key opens (GET on chat and MCP: they take POST).
 KEY_PREFIXES = ("api-v1:", "openai-", "mcp", "api-key")
@@ -410,6 +409,7 @@ def world(empty_graph: Driver, people: dict[str, User]) -> World:
             "image_id": image["id"],
             "variant": "thumb",
             "name": PRIVATE,
+            "grant_id": str(CollectionGrant.objects.get(collection_id=PRIVATE, group__name="team").pk),
             "model_id": PRIVATE,
             "number": "1",
             "key_id": "",
@@ -622,8 +622,7 @@ def test_every_url_as_every_persona(
         for name, row in DELETE_EXPECTED.items():
             expected_delete = row[index]
             if expected_delete is not None:
-                url = urls[name] + DELETE_QUERIES.get(name, "")
-                refused_delete(browser, persona, url, expected_delete, tally, world, empty_graph)
+                refused_delete(browser, persona, urls[name], expected_delete, tally, world, empty_graph)
         if persona != "visitor":
             key_walk(
                 Client(HTTP_AUTHORIZATION=f"Bearer {world.keys[persona]}"),
@@ -697,8 +696,7 @@ def key_walk(
     for name, row in DELETE_EXPECTED.items():
         expected_delete = row[index]
         if expected_delete is not None:
-            url = urls[name] + DELETE_QUERIES.get(name, "")
-            refused_delete(keyed, persona, url, expected_delete, tally, world, driver)
+            refused_delete(keyed, persona, urls[name], expected_delete, tally, world, driver)
 
 
 ADMIN_URLS = ("/admin/", "/admin/accounts/collection/", "/admin/auth/user/")

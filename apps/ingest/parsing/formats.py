@@ -64,3 +64,8 @@ FORMATS: dict[str, FileFormat] = {
         FileFormat(".zip", ZIP_MIME, None, _starts(*ZIP_SIGNATURES)),
     )
 }
+
+
+def accepted_media_types() -> list[str]:
+    """The MIME types of the formats ragkg takes, each once, sorted."""
+    return sorted({f.mime for f in FORMATS.values()})

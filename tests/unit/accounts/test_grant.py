@@ -5,7 +5,7 @@ from __future__ import annotations
 from io import StringIO
 
 import pytest
-from django.contrib.auth.models import User
+from django.contrib.auth.models import Group, User
 from django.core.management import CommandError, call_command
 
 from apps.accounts.access import readable_collections
@@ -42,6 +42,12 @@ def test_a_group_grant_reaches_the_groups_members(ana: User) -> None:
     assert readable_collections(ana) == []
     assert "ana is in group team" in grant("--group", "team", "--user", "ana")
     assert readable_collections(ana) == ["research"]
+
+
+def test_revoking_for_a_group_that_does_not_exist_is_an_error_and_creates_nothing(ana: User) -> None:
+    with pytest.raises(CommandError, match="No group named 'ghosts'"):
+        grant("--group", "ghosts", "--collection", "research", "--revoke")
+    assert not Group.objects.filter(name="ghosts").exists()
 
 
 def test_roles(ana: User) -> None:

@@ -140,8 +140,10 @@ def test_owners_grant_and_revoke_others_see_missing_or_forbidden() -> None:
     hidden = client.get("/api/v1/collections/mine/grants", **bearer(eve_key))
     missing = client.get("/api/v1/collections/nothing/grants", **bearer(eve_key))
     assert hidden.status_code == missing.status_code == 404 and hidden.json() == missing.json()
-    taken = client.delete("/api/v1/collections/mine/grants?user=dan", **bearer(key))
+    taken = client.delete(f"/api/v1/collections/mine/grants/{grants[0]['id']}", **bearer(key))
     assert taken.status_code == 200 and not CollectionGrant.objects.filter(user__username="dan").exists()
+    again = client.delete(f"/api/v1/collections/mine/grants/{grants[0]['id']}", **bearer(key))
+    assert again.status_code == 404 and again.json()["error"] == "not_found"
 
 
 def test_documents_and_jobs_of_unreadable_collections_look_missing() -> None:
