@@ -286,7 +286,7 @@ def answer_start(
     params: RetrievalParams,
 ) -> Answer:
     """Answer from the cache when it holds a current answer (``apps.answers.cache``); otherwise
-    retrieve, record, and queue the generation. The returned answer is ``done`` or ``retrieved``.
+    retrieve, record, and queue the generation. The returned answer is ``done``, ``not_found`` or ``retrieved``.
     A full generation queue, or too long a wait for a worker, raises Busy first (``generation_admit``),
     before retrieval. Nothing found (an empty scope included) or evidence too weak to answer from finishes
     the answer as ``not_found`` with its reason, no generation queued."""
