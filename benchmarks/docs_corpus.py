@@ -31,6 +31,7 @@ import sys
 import tarfile
 from collections.abc import Sequence
 from pathlib import Path, PurePosixPath
+from typing import Any
 
 PACKAGE = "click"
 VERSION = "8.1.7"
@@ -362,6 +363,22 @@ def fit(block: str, budget: int) -> list[str]:
         else:
             out.append(part)
     return out
+
+
+def questions_check(passages: Sequence[tuple[str, bytes]], questions: dict[str, Any]) -> list[str]:
+    """What is wrong with the questions against these passages: an answerable one whose evidence is not in
+    its named passage, an unanswerable one whose absent term is found ([] when nothing is)."""
+    texts = {name: data.decode() for name, data in passages}
+    problems = [
+        f"{item['id']}: evidence not in {item['passage']}"
+        for item in questions["answerable"]
+        if item["evidence"] not in texts.get(item["passage"], "")
+    ]
+    for item in questions["unanswerable"]:
+        for term in item.get("absent_terms", []):
+            if any(re.search(term, text, re.IGNORECASE) for text in texts.values()):
+                problems.append(f"{item['id']}: {term!r} found")
+    return problems
 
 
 def main() -> int:

@@ -163,8 +163,12 @@ def docs_measure() -> dict[str, tuple[dict[str, list[Evidence]], dict[str, tuple
     """Click's manual in its own collection; per half, the evidence of its answerable questions and of its
     unanswerable ones (``in_domain`` and ``off_topic`` apart), and the questions asked."""
     archive = docs_corpus.docs_fetch(BASE_DIR / "var/docs-corpus")
-    files_ensure(docs_corpus.docs_passages(archive), collection=DOCS_COLLECTION)
+    passages = docs_corpus.docs_passages(archive)
     data = docs_questions()
+    problems = docs_corpus.questions_check(passages, data)
+    if problems:
+        raise SystemExit(f"{DOCS_QUESTIONS} does not match the corpus: {'; '.join(problems)}")
+    files_ensure(passages, collection=DOCS_COLLECTION)
     signals: dict[str, tuple[dict[str, list[Evidence]], dict[str, tuple[list[str], str]]]] = {}
     for half in ("tuning", "validation"):
         kinds = {
