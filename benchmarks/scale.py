@@ -14,9 +14,12 @@ index) brings the graph to that many chunks, and this is measured:
   (parse, spaCy NER helpers, the text encoder, the Neo4j write, the FAISS journal), passages per second;
 - deletion: 50 of those passages deleted one at a time (``apps.ingest.services.document_delete``: the
   graph with exactly what only it supported, its vectors, its change-log entry), p50/p95 per document;
-- memory and storage: this process's resident memory (it holds the models and the FAISS index, like a
-  web process), Neo4j's, the Neo4j store on disk, the relational database (the vectors' source of truth)
-  and the local FAISS text snapshot on disk.
+- memory and storage: the answering process's resident memory and its peak (a fresh process, like a web
+  process after a restart: it loads the models and its copy of the text vectors, then answers 20
+  questions), in all and per chunk, its vector copy by part (vectors, HNSW graph, id maps, sidecar);
+  Neo4j's; the Neo4j store on disk, the relational database (the vectors' source of truth) and the
+  local FAISS text snapshot on disk. This process's own memory is reported too (it also builds the
+  filler: not what a user's process holds).
 
 Writes benchmarks/results/scale.json and benchmarks/results/scale.png (latency against corpus size).
 """
@@ -43,6 +46,10 @@ django.setup()
 
 from django.conf import settings
 
+# The private stack runs with DEBUG on, which makes Django keep its last 9,000 SQL statements with their
+# parameters: with vectors' bytes in them, gigabytes that no served process holds.
+settings.DEBUG = False
+
 from apps.answers.tools import default_tools, retrieval_params
 from apps.graph.driver import get_driver
 from apps.graph.schema import graph_schema_apply
@@ -66,6 +73,7 @@ SIZES = (10_000, 100_000, 1_000_000)
 WARMUP_QUESTIONS = 100  # XQuAD questions first: Neo4j compiles its plans and its JIT warms up
 TARGET_P50_MS = {100_000: 30.0, 1_000_000: 60.0}
 DELETED = 50  # of the passages ingested at each size
+PROBE_QUESTIONS = 20  # answered by the fresh process whose memory is measured
 
 
 def log(message: str) -> None:
@@ -91,6 +99,40 @@ def peak_rss_mib() -> float | None:
     except OSError:
         return None
     return None
+
+
+def answering_probe(questions: list[str]) -> dict[str, Any]:
+    """In this (fresh) process: load what answering needs, answer ``questions``; its memory."""
+    from apps.vectors.registry import vector_registry
+
+    tools, params = default_tools(), retrieval_params(mode="graph")
+    latency_measure(questions, tools, params)
+    copy = vector_registry().get("text")
+    return {
+        "rss": rss_mib(),
+        "peak_rss": peak_rss_mib(),
+        "text_vectors": copy.count,
+        "text_copy_bytes": copy.memory(),
+        "storage": copy.describe()["storage"],
+    }
+
+
+def answering_memory(size: int, questions: list[str]) -> dict[str, Any]:
+    """The answering process's memory, measured in a fresh process (see answering_probe)."""
+    done = subprocess.run(
+        [sys.executable, __file__, "--answering-probe"],
+        input=json.dumps(questions),
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode:
+        raise RuntimeError(f"the answering probe failed: {done.stderr.strip().splitlines()[-1:]}")
+    probe: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    copy = probe["text_copy_bytes"]
+    probe["bytes_per_chunk"] = round(probe["rss"] * 2**20 / size)
+    probe["copy_bytes_per_vector"] = round(copy["total"] / max(probe["text_vectors"], 1))
+    return probe
 
 
 def neo4j_pid() -> int | None:
@@ -161,6 +203,8 @@ def size_measure(
     log(f"{size:,} chunks: ingestion {ingestion['passages_per_second']} passages/s")
     deletion = deletion_measure(created[:DELETED])
     log(f"{size:,} chunks: deletion {deletion}")
+    answering = answering_memory(size, questions[:PROBE_QUESTIONS])
+    log(f"{size:,} chunks: answering process {answering['rss']} MiB ({answering['bytes_per_chunk']:,} B/chunk)")
     state = Path(settings.STATE_DIR)
     pid = neo4j_pid()
     return {
@@ -170,7 +214,10 @@ def size_measure(
         "latency": latency,
         "ingestion": ingestion,
         "deletion": deletion,
+        "answering_process": answering,
         "memory_mib": {
+            "answering_process_rss": answering["rss"],
+            "answering_process_peak_rss": answering["peak_rss"],
             "this_process_rss": rss_mib(),
             "this_process_peak_rss": peak_rss_mib(),
             "neo4j_rss": rss_mib(pid) if pid else None,
@@ -218,7 +265,11 @@ def main() -> int:
     parser.add_argument("--sizes", default=",".join(map(str, SIZES)), help="chunk counts, ascending, comma-separated")
     parser.add_argument("--ingest-passages", type=int, default=300, help="2Wiki passages ingested at each size")
     parser.add_argument("--out", default=str(BASE_DIR / "benchmarks/results/scale.json"))
+    parser.add_argument("--answering-probe", action="store_true", help=argparse.SUPPRESS)  # see answering_probe
     args = parser.parse_args()
+    if args.answering_probe:
+        print(json.dumps(answering_probe(json.loads(sys.stdin.read()))))
+        return 0
     sizes = sorted(int(size) for size in args.sizes.split(","))
     out = Path(args.out)
     data_dir = Path(settings.DEMO_DATA_DIR)
@@ -261,14 +312,15 @@ def main() -> int:
     plot(rows, out.with_suffix(".png"))
     print(
         f"\n{'chunks':>10} {'p50 ms':>8} {'p95 ms':>8} {'expand p50':>11} {'ingest p/s':>11} {'RSS MiB':>8} "
-        f"{'Neo4j RSS':>10} {'store MiB':>10} {'FAISS MiB':>10}"
+        f"{'B/chunk':>8} {'Neo4j RSS':>10} {'store MiB':>10} {'FAISS MiB':>10}"
     )
     for row in rows:
         totals = row["latency"]["stages_1_6_ms"]
         print(
             f"{row['chunks']:>10,} {totals['p50']:>8.1f} {totals['p95']:>8.1f} "
             f"{row['latency']['stages_ms']['graph_expansion']['p50']:>11.1f} "
-            f"{row['ingestion']['passages_per_second']:>11.1f} {row['memory_mib']['this_process_rss']:>8} "
+            f"{row['ingestion']['passages_per_second']:>11.1f} {row['memory_mib']['answering_process_rss']:>8} "
+            f"{row['answering_process']['bytes_per_chunk']:>8,} "
             f"{row['memory_mib']['neo4j_rss']:>10} {row['disk_mib']['neo4j_store']:>10} "
             f"{row['disk_mib']['faiss_text_index']:>10}"
         )

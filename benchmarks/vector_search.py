@@ -152,6 +152,7 @@ def build(config: SpaceConfig, base: Matrix) -> tuple[VectorIndex, dict[str, Any
     return index, {
         "build_seconds": seconds,
         "index_mib": round(size / 2**20, 1),
+        "memory_bytes_per_vector": {part: round(value / len(base)) for part, value in index.memory().items()},
         "rss_delta_mib": round((rss() - before) / 2**20, 1),
     }
 
@@ -225,18 +226,22 @@ def faiss_runs(data: Dataset, args: argparse.Namespace) -> Iterator[dict[str, An
     for index_type in args.types:
         if index_type == "hnsw" and n > args.hnsw_max:
             continue
-        config = replace(base, index_type=index_type)
-        index, built = build(config, data.base)
-        for variant, tuned in _variants(config, index_type, args):
-            index.config = tuned
-            row = {"dataset": data.name, "engine": "faiss", "index": index_type, **variant, **built}
-            row.update(measure(index, data, args.budget))
-            yield row
-        index.config = config
-        yield {"dataset": data.name, "engine": "faiss", "index": index_type, "filter": "1 of 10 collections",
-               **measure(index, data, args.budget, collections={"c0"})}  # fmt: skip
-        del index
-        gc.collect()
+        for storage in args.hnsw_storage if index_type == "hnsw" else [None]:
+            config = replace(base, index_type=index_type)
+            if storage is not None:
+                config = replace(config, hnsw=replace(config.hnsw, storage=storage))
+            index, built = build(config, data.base)
+            kind = {"index": index_type, **({"storage": storage} if storage else {})}
+            for variant, tuned in _variants(config, index_type, args):
+                index.config = tuned
+                row = {"dataset": data.name, "engine": "faiss", **kind, **variant, **built}
+                row.update(measure(index, data, args.budget))
+                yield row
+            index.config = config
+            yield {"dataset": data.name, "engine": "faiss", **kind, "filter": "1 of 10 collections",
+                   **measure(index, data, args.budget, collections={"c0"})}  # fmt: skip
+            del index
+            gc.collect()
 
 
 def _variants(
@@ -384,10 +389,16 @@ def arguments() -> argparse.Namespace:
     parser.add_argument("--queries", type=int, default=1000)
     parser.add_argument("--budget", type=float, default=4.0, help="seconds of queries per measurement")
     parser.add_argument("--real", type=Path, help="a .npy of real embeddings (rows), measured as one more dataset")
+    parser.add_argument(
+        "--real-demo", type=int, default=0, help="also this many real sentences of the demo corpora, embedded here"
+    )
     parser.add_argument("--real-queries", type=Path, help="a .npy of query embeddings for --real (default: held out)")
     parser.add_argument("--hnsw-m", type=int, default=settings.VECTORS_HNSW_M)
     parser.add_argument("--hnsw-ef-construction", type=int, default=settings.VECTORS_HNSW_EF_CONSTRUCTION)
     parser.add_argument("--hnsw-ef-search", type=ints, default=[settings.VECTORS_HNSW_EF_SEARCH, 32, 64, 128])
+    parser.add_argument(
+        "--hnsw-storage", type=lambda s: s.split(","), default=["fp16", "flat"], help="HNSW vector storages compared"
+    )
     parser.add_argument("--hnsw-max", type=int, default=100_000, help="skip HNSW above this size (1M: ~15 min build)")
     parser.add_argument("--ivf-nlist", type=int, default=0, help="0: 256 below 50k vectors, else 1024")
     parser.add_argument("--ivf-m", type=int, default=settings.VECTORS_IVFPQ_M)
@@ -397,7 +408,36 @@ def arguments() -> argparse.Namespace:
     return parser.parse_args()
 
 
+def demo_sentences(limit: int) -> tuple[Matrix, Matrix]:
+    """Real embeddings: the sentences of the HotpotQA, MuSiQue and 2Wiki passages (at most ``limit``) by
+    the configured text embedder, and the 200 multi-hop questions as queries."""
+    import re
+
+    from apps.ingest import corpora
+    from apps.vectors.embedding import default_text_embed
+    from benchmarks.answer_latency import questions_load
+
+    data_dir = Path(settings.DEMO_DATA_DIR)
+    passages = [
+        *corpora.hotpotqa_passages(data_dir),
+        *corpora.musique_passages(data_dir),
+        *corpora.twowiki_passages(data_dir),
+    ]
+    sentences: list[str] = []
+    for _, body in passages:
+        sentences += [s for s in re.split(r"(?<=[.!?])\s+", body.decode("utf-8")) if len(s) > 20]
+    sentences = list(dict.fromkeys(sentences))[:limit]
+    embed = default_text_embed()
+    base = np.concatenate([embed(sentences[i : i + 512]) for i in range(0, len(sentences), 512)])
+    return base.astype(np.float32), np.asarray(embed(questions_load(data_dir)), dtype=np.float32)
+
+
 def datasets(args: argparse.Namespace) -> Iterator[Dataset]:
+    if args.real_demo:
+        base, queries = demo_sentences(args.real_demo)
+        faiss.normalize_L2(base)
+        faiss.normalize_L2(queries)
+        yield dataset(f"real:demo-sentences-{len(base)}", base, queries)
     if args.real is not None:
         real = np.load(args.real).astype(np.float32)
         queries = np.load(args.real_queries).astype(np.float32) if args.real_queries else real[-args.queries :]

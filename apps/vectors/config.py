@@ -35,6 +35,7 @@ def space_config(space: str) -> SpaceConfig:
             ef_construction=settings.VECTORS_HNSW_EF_CONSTRUCTION,
             ef_search=settings.VECTORS_HNSW_EF_SEARCH,
             max_tombstones=settings.VECTORS_HNSW_MAX_TOMBSTONES,
+            storage=settings.VECTORS_HNSW_STORAGE,
         ),
         ivfpq=IvfPqParams(
             nlist=settings.VECTORS_IVFPQ_NLIST,

@@ -21,10 +21,67 @@ def new_index(config: SpaceConfig, index_type: str) -> Any:
 
 
 def _hnsw(dim: int, params: HnswParams) -> Any:
-    base = faiss.IndexHNSWFlat(dim, params.m, faiss.METRIC_INNER_PRODUCT)
+    if params.storage == "fp16":
+        base = faiss.IndexHNSWSQ(dim, faiss.ScalarQuantizer.QT_fp16, params.m, faiss.METRIC_INNER_PRODUCT)
+    else:
+        base = faiss.IndexHNSWFlat(dim, params.m, faiss.METRIC_INNER_PRODUCT)
     base.hnsw.efConstruction = params.ef_construction
     base.hnsw.efSearch = params.ef_search
     return base
+
+
+def hnsw_storage(index: Any) -> str | None:
+    """How an (ID-mapped) HNSW index stores its vectors: "fp16", "flat", or None for another kind."""
+    base = base_index(index)
+    if isinstance(base, faiss.IndexHNSWFlat):
+        return "flat"
+    if isinstance(base, faiss.IndexHNSWSQ):
+        storage = faiss.downcast_index(base.storage)
+        return "fp16" if storage.sq.qtype == faiss.ScalarQuantizer.QT_fp16 else None
+    return None
+
+
+REV_MAP_ENTRY = 40  # bytes per entry of IndexIDMap2's reverse map (a hash map; faiss does not say)
+
+
+def index_memory(index: Any) -> dict[str, int]:
+    """Bytes by part: the stored vectors, the HNSW graph, the id maps; a trained IVF index as saved."""
+    if not isinstance(index, faiss.IndexIDMap2):
+        return {"index": len(faiss.serialize_index(index))}
+    base = base_index(index)
+    parts = {"id_map": int(index.id_map.size()) * (8 + REV_MAP_ENTRY)}
+    if isinstance(base, faiss.IndexHNSW):
+        graph = base.hnsw
+        parts["graph"] = int(graph.neighbors.size() * 4 + graph.offsets.size() * 8 + graph.levels.size() * 4)
+        base = faiss.downcast_index(base.storage)
+    parts["vectors"] = int(base.codes.size())
+    return parts
+
+
+def hnsw_restored(index: Any, config: SpaceConfig, *, step: int = 50_000) -> Any:
+    """The same ID-mapped HNSW graph with its vectors stored as ``config.hnsw.storage`` asks.
+
+    The graph is copied as it is (no rebuild: seconds at 1M vectors, not many minutes), the vectors
+    re-encoded ``step`` at a time, so the old and the new storage are held together only briefly.
+    """
+    started = time.perf_counter()
+    old = base_index(index)
+    fresh = _hnsw(config.dim, config.hnsw)
+    wrapped = faiss.IndexIDMap2(fresh)  # wrapped while empty, as faiss requires
+    fresh.hnsw = old.hnsw  # a copy of the graph
+    fresh.hnsw.efSearch = config.hnsw.ef_search
+    storage = faiss.downcast_index(fresh.storage)
+    for start in range(0, old.ntotal, step):
+        storage.add(old.reconstruct_n(start, min(step, old.ntotal - start)))
+    fresh.ntotal = old.ntotal
+    wrapped.id_map = index.id_map
+    wrapped.ntotal = index.ntotal
+    wrapped.construct_rev_map()
+    logger.info(
+        "converted HNSW storage %s -> %s for %d vectors in %.1fs",
+        hnsw_storage(index), config.hnsw.storage, old.ntotal, time.perf_counter() - started,
+    )  # fmt: skip
+    return wrapped
 
 
 def base_index(index: Any) -> Any:

@@ -175,6 +175,14 @@ class VectorIndex:
         with self._lock.reading():
             return len(faiss.serialize_index(self._index))
 
+    def memory(self) -> dict[str, int]:
+        """The bytes this copy holds, by part (the id map's reverse hash estimated at 40 bytes an entry)."""
+        with self._lock.reading():
+            parts = factory.index_memory(self._index)
+            parts["sidecar"] = self._sidecar.nbytes() + int(self._tombstones.nbytes)
+        parts["total"] = sum(parts.values())
+        return parts
+
     def describe(self) -> dict[str, Any]:
         with self._lock.reading():
             return {
@@ -186,6 +194,7 @@ class VectorIndex:
                 "version": self.version,
                 "count": self.count,
                 "tombstones": self.tombstones,
+                "storage": factory.hnsw_storage(self._index) if self.index_type == "hnsw" else None,
                 "gpu": self._gpu_wanted(),
                 **self._sidecar.counts(),
             }
@@ -378,9 +387,12 @@ class VectorIndex:
                 "the saved %s index is %s, settings ask for %s: %s to switch",
                 config.space, manifest.index_type, config.index_type, rebuild_hint(config.space),
             )  # fmt: skip
+        index = snapshot.index
+        if manifest.index_type == "hnsw" and factory.hnsw_storage(index) not in (None, config.hnsw.storage):
+            index = factory.hnsw_restored(index, config)
         return cls(
             config,
-            index=snapshot.index,
+            index=index,
             sidecar=snapshot.sidecar,
             tombstones=snapshot.tombstones,
             index_type=manifest.index_type,
@@ -405,5 +417,7 @@ def last_wins(ids: Ids, items: Sequence[VectorItem], x: Vectors) -> tuple[Ids, l
         if vid in last and items[last[vid]].node_id != item.node_id:
             raise IdCollision(f"nodes {items[last[vid]].node_id!r} and {item.node_id!r} share vector id {vid}")
         last[vid] = row
+    if len(last) == len(ids):  # no id twice: nothing to copy
+        return ids, list(items), x
     rows = sorted(last.values())
     return ids[rows], [items[row] for row in rows], x[rows]

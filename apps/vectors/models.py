@@ -44,7 +44,7 @@ class StoredVector(models.Model):
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["space", "vid"], name="vectors_unique_space_vid")]
-        indexes = [models.Index(fields=["space", "seq"], name="vectors_space_seq")]
+        indexes = [models.Index(fields=["space", "seq", "id"], name="vectors_space_seq_id")]  # the feed's order
 
     def __str__(self) -> str:
         return f"{self.space} vector of {self.node_id}"

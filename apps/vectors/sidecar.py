@@ -106,6 +106,10 @@ class Sidecar:
             "labels": {label: int(n) for label, n in zip(LABELS, by_label, strict=True) if n},
         }
 
+    def nbytes(self) -> int:
+        """The memory its arrays hold (the collection names aside)."""
+        return int(self.ids.nbytes + self.nodes.nbytes + self.labels.nbytes + self.collections.nbytes)
+
     def to_arrays(self) -> Arrays:
         return {
             "ids": self.ids,

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from django.db import transaction
@@ -21,6 +22,7 @@ from apps.vectors.models import StoredVector, VectorFeed, new_epoch
 from apps.vectors.types import Ids, SpaceConfig, VectorItem, Vectors
 
 FETCH_ROWS = 2000
+WRITE_ROWS = 2000
 IN_CHUNK = 5000
 
 
@@ -77,28 +79,36 @@ def _next_seq(config: SpaceConfig) -> int:
 
 
 def store_add(config: SpaceConfig, ids: Ids, items: Sequence[VectorItem], vectors: Vectors) -> int:
-    """Write (or replace) these vectors as one change; return its sequence number."""
+    """Write (or replace) these vectors as one change; return its sequence number.
+
+    Written ``WRITE_ROWS`` rows at a time, each row's bytes taken from ``vectors`` as it is written:
+    at 200,000 vectors, making every row first held a second copy of the vectors and 200,000 objects.
+    """
     rows = np.ascontiguousarray(vectors, dtype=np.float32)
+    id_list = ids.tolist()
     with transaction.atomic():
         seq = _next_seq(config)
-        StoredVector.objects.bulk_create(
-            [
-                StoredVector(
-                    space=config.space,
-                    vid=int(vid),
-                    node_id=item.node_id,
-                    label=item.label,
-                    collection=item.collection,
-                    vector=row.tobytes(),
-                    seq=seq,
-                    removed=False,
-                )
-                for vid, item, row in zip(ids.tolist(), items, rows, strict=True)
-            ],
-            update_conflicts=True,
-            unique_fields=["space", "vid"],
-            update_fields=["node_id", "label", "collection", "vector", "seq", "removed"],
-        )
+        for start in range(0, len(id_list), WRITE_ROWS):
+            StoredVector.objects.bulk_create(
+                [
+                    StoredVector(
+                        space=config.space,
+                        vid=vid,
+                        node_id=item.node_id,
+                        label=item.label,
+                        collection=item.collection,
+                        vector=rows[start + offset].tobytes(),
+                        seq=seq,
+                        removed=False,
+                    )
+                    for offset, (vid, item) in enumerate(
+                        zip(id_list[start : start + WRITE_ROWS], items[start : start + WRITE_ROWS], strict=True)
+                    )
+                ],
+                update_conflicts=True,
+                unique_fields=["space", "vid"],
+                update_fields=["node_id", "label", "collection", "vector", "seq", "removed"],
+            )
     return seq
 
 
@@ -130,26 +140,33 @@ def store_remove(config: SpaceConfig, ids: Ids) -> int:
 
 
 def store_changes(space: str, *, after: int, upto: int, live_only: bool = False) -> Iterator[Batch]:
-    """The rows written by changes ``after < seq <= upto``, in batches (each row as it is now)."""
-    rows = StoredVector.objects.filter(space=space, seq__gt=after, seq__lte=upto)
+    """The rows written by changes ``after < seq <= upto``, in batches (each row as it is now).
+
+    Read in (seq, id) order, a page at a time from where the last one stopped, along the
+    (space, seq, id) index: every page is a range of that index, never a sort of the whole feed
+    (at 1M rows ordering by id alone sorted the feed again for every page: minutes instead of seconds).
+    """
+    rows = StoredVector.objects.filter(space=space, seq__lte=upto)
     if live_only:
         rows = rows.filter(removed=False)
-    last_id = 0
+    fields = ("seq", "id", "vid", "node_id", "label", "collection", "vector", "removed")
+    seq, last_id = after, None
     while True:
-        chunk = list(
-            rows.filter(id__gt=last_id)
-            .order_by("id")
-            .values_list("id", "vid", "node_id", "label", "collection", "vector", "removed")[:FETCH_ROWS]
-        )
+        chunk: list[tuple[Any, ...]] = []
+        if last_id is not None:  # the rest of the change the last page stopped in
+            chunk = list(rows.filter(seq=seq, id__gt=last_id).order_by("id").values_list(*fields)[:FETCH_ROWS])
+        if len(chunk) < FETCH_ROWS:
+            wanted = FETCH_ROWS - len(chunk)
+            chunk += list(rows.filter(seq__gt=seq).order_by("seq", "id").values_list(*fields)[:wanted])
         if not chunk:
             return
-        last_id = chunk[-1][0]
-        live = [row for row in chunk if not row[6]]
+        seq, last_id = chunk[-1][0], chunk[-1][1]
+        live = [row for row in chunk if not row[7]]
         yield Batch(
-            items=[VectorItem(node, label, collection) for _, _, node, label, collection, _, _ in live],
-            ids=np.array([row[1] for row in live], dtype=np.int64),
-            vectors=_rows([bytes(row[5]) for row in live]),
-            removed=np.array([row[1] for row in chunk if row[6]], dtype=np.int64),
+            items=[VectorItem(node, label, collection) for *_, node, label, collection, _, _ in live],
+            ids=np.array([row[2] for row in live], dtype=np.int64),
+            vectors=_rows([bytes(row[6]) for row in live]),
+            removed=np.array([row[2] for row in chunk if row[7]], dtype=np.int64),
         )
 
 

@@ -51,6 +51,7 @@ class HnswParams:
     ef_construction: int = 80
     ef_search: int = 96
     max_tombstones: float = 0.2
+    storage: str = "fp16"  # fp16 | flat (float32)
 
 
 @dataclass(frozen=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import signal
 import subprocess
@@ -15,6 +16,7 @@ from apps.core.files import file_sha256
 from apps.vectors.errors import IndexCorrupt, IndexMismatch, IndexMissing
 from apps.vectors.ids import vector_id
 from apps.vectors.index import VectorIndex
+from apps.vectors.types import HnswParams
 from tests.support import BASE_DIR
 from tests.unit.vectors.fakes import clustered, items, node_id, space
 
@@ -209,3 +211,26 @@ def test_an_index_saved_as_another_type_loads_as_saved(tmp_path: Path) -> None:
     saved(tmp_path, "hnsw")
     loaded = VectorIndex.load(tmp_path, space("flat"))
     assert loaded.index_type == "hnsw" and loaded.count == 200
+
+
+@pytest.mark.parametrize(("saved_as", "wanted"), [("flat", "fp16"), ("fp16", "flat")])
+def test_hnsw_saved_with_other_storage_is_converted_on_load_with_the_same_answers(
+    tmp_path: Path, saved_as: str, wanted: str
+) -> None:
+    config = space("hnsw", hnsw=HnswParams(m=16, ef_construction=40, ef_search=32, storage=saved_as))
+    index = VectorIndex(config)
+    data = clustered(200, 32)
+    index.add(items(0, 200), data)
+    index.save(tmp_path)
+    loaded = VectorIndex.load(
+        tmp_path, dataclasses.replace(config, hnsw=dataclasses.replace(config.hnsw, storage=wanted))
+    )
+    assert (loaded.describe()["storage"], loaded.count) == (wanted, 200)
+    before, after = index.search(data[:20], 5), loaded.search(data[:20], 5)
+    assert [{hit.id for hit in row} for row in before] == [{hit.id for hit in row} for row in after]  # ties may swap
+    assert np.allclose([[h.score for h in row] for row in before], [[h.score for h in row] for row in after], atol=1e-3)
+    fp16, flat = (loaded, index) if wanted == "fp16" else (index, loaded)
+    assert fp16.memory()["vectors"] * 2 == flat.memory()["vectors"] == 200 * 32 * 4
+    loaded.add(items(200, 201), clustered(1, 32, seed=5))  # the converted index takes changes
+    loaded.remove([vector_id(node_id(0))])
+    assert loaded.count == 200 and loaded.search(clustered(1, 32, seed=5), 1)[0][0].id == vector_id(node_id(200))

@@ -228,3 +228,20 @@ def test_a_prune_while_a_copy_catches_up_makes_it_build_again(tmp_path: Path, mo
     monkeypatch.setattr(registry_module, "store_changes", real)
     index = reader.get("text")
     assert index.count == 4 and node_id(0) not in {e.node_id for e in index.entries(index.ids().tolist()) if e}
+
+
+def test_the_feed_is_read_in_change_order_a_page_at_a_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("apps.vectors.store.FETCH_ROWS", 3)
+    write(0, 5)  # change 1
+    write(5, 12, seed=1)  # change 2
+    remove(1, 6)  # change 3
+    write(0, 1, seed=2)  # change 4: node 0 written again
+    batches = list(store_changes("text", after=0, upto=store_head("text").seq))
+    assert all(len(batch.ids) + len(batch.removed) <= 3 for batch in batches)
+    seen = [vid for batch in batches for vid in [*batch.ids.tolist(), *batch.removed.tolist()]]
+    assert sorted(seen) == sorted(vector_ids(node_id(i) for i in range(12)).tolist())  # each row once
+    removed = {vid for batch in batches for vid in batch.removed.tolist()}
+    assert removed == set(vector_ids([node_id(1), node_id(6)]).tolist())
+    assert batches[-1].ids.tolist()[-1] == vector_ids([node_id(0)])[0]  # change 4 comes last
+    later = list(store_changes("text", after=2, upto=3))  # only change 3's rows
+    assert [vid for batch in later for vid in batch.removed.tolist()] and not any(b.ids.size for b in later)
