@@ -339,16 +339,18 @@ def end_to_end(sets: Sequence[QuestionSet], thresholds: Thresholds, limit: int) 
     rows = []
     for qs in sets:
         for kind, (questions, collection) in qs.asked.items():
-            outcomes = []
+            outcomes, answers = [], []
             for question in questions[:limit]:
                 retrieval = retrieve(question=question, collections=[collection], tools=tools, params=params)
                 if not thresholds_met(evidence_measure(question, retrieval.sources), thresholds):
                     outcomes.append("retrieval")
+                    answers.append({"question": question, "outcome": "retrieval"})
                     continue
                 text = answer_once(generator, retrieval.prompt, 48, attribute=False, question=question)["text"]
                 shown = prompt_sources_text(retrieval.prompt.user)
                 verdict = answer_refusal(answer_clean(text), shown=shown, question=question, min_support=support)
                 outcomes.append(verdict or "answered")
+                answers.append({"question": question, "outcome": outcomes[-1], "answer": text})
             refused_share = sum(o != "answered" for o in outcomes) / max(len(outcomes), 1)
             rows.append(
                 {
@@ -360,6 +362,7 @@ def end_to_end(sets: Sequence[QuestionSet], thresholds: Thresholds, limit: int) 
                     "refused": round(refused_share, 4),
                     "by": {o: outcomes.count(o) for o in sorted(set(outcomes))},
                     "generator": OFFLINE_GENERATORS[key].name,
+                    "answers": answers,  # what was generated, to read why a question was refused
                 }
             )
             log(f"end to end: {qs.name} {kind}: {rows[-1]['by']}")

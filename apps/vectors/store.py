@@ -146,18 +146,20 @@ def store_changes(space: str, *, after: int, upto: int, live_only: bool = False)
     (space, seq, id) index: every page is a range of that index, never a sort of the whole feed
     (at 1M rows ordering by id alone sorted the feed again for every page: minutes instead of seconds).
     """
-    rows = StoredVector.objects.filter(space=space, seq__lte=upto)
+    rows = StoredVector.objects.filter(space=space)
     if live_only:
         rows = rows.filter(removed=False)
     fields = ("seq", "id", "vid", "node_id", "label", "collection", "vector", "removed")
     seq, last_id = after, None
     while True:
         chunk: list[tuple[Any, ...]] = []
-        if last_id is not None:  # the rest of the change the last page stopped in
-            chunk = list(rows.filter(seq=seq, id__gt=last_id).order_by("id").values_list(*fields)[:FETCH_ROWS])
+        if last_id is not None:  # the rest of the change the last page stopped in (no other bound on seq:
+            # SQLite would take it for the index range and sort the change's rows again)
+            rest = rows.filter(seq=seq, id__gt=last_id).order_by("id")
+            chunk = list(rest.values_list(*fields)[:FETCH_ROWS])
         if len(chunk) < FETCH_ROWS:
-            wanted = FETCH_ROWS - len(chunk)
-            chunk += list(rows.filter(seq__gt=seq).order_by("seq", "id").values_list(*fields)[:wanted])
+            later = rows.filter(seq__gt=seq, seq__lte=upto).order_by("seq", "id")
+            chunk += list(later.values_list(*fields)[: FETCH_ROWS - len(chunk)])
         if not chunk:
             return
         seq, last_id = chunk[-1][0], chunk[-1][1]
