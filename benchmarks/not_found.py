@@ -5,7 +5,9 @@
 
 Each dataset's questions are asked twice with the pipeline's retrieval (stages 1-6): against their
 own corpus's collection (answerable) and against another dataset's collection (unanswerable: the
-HotpotQA questions against the MuSiQue passages, MuSiQue against 2Wiki, 2Wiki against HotpotQA).
+HotpotQA questions against the MuSiQue passages, MuSiQue against 2Wiki, 2Wiki against HotpotQA), and
+Wikipedia questions about other articles (XQuAD's English questions, from SQuAD articles none of the
+corpora hold, less any whose answer the collection's passages contain) against each collection.
 ``apps.answers.support.evidence_measure`` gives each retrieval its similarity and coverage. The
 thresholds are fitted on the HotpotQA and MuSiQue samples only (the most unanswerable questions
 refused with at most ``--max-wrong`` of the answerable ones refused), then reported on all three,
@@ -54,7 +56,7 @@ django.setup()
 from django.conf import settings
 
 from apps.answers.evaluate import FOREIGN, corpus_ensure, eval_collection, files_ensure
-from apps.answers.evaluation import XQUAD_DATASETS, eval_questions
+from apps.answers.evaluation import XQUAD_DATASETS, eval_corpus, eval_questions
 from apps.answers.pipeline import retrieve
 from apps.answers.services import evidence_params
 from apps.answers.support import (
@@ -381,6 +383,22 @@ class QuestionSet:
     asked: dict[str, tuple[list[str], str]]  # "answerable" and each unanswerable kind: the questions, the collection
 
 
+def unrelated_wikipedia(dataset: str, data_dir: Path, limit: int) -> list[str]:
+    """Wikipedia questions this dataset's corpus cannot answer: XQuAD's English questions (SQuAD articles
+    that none of the three corpora hold), less those whose answer any of its passages contains, ``limit``
+    of them spread evenly over the articles."""
+    text = " ".join(body.decode("utf-8").lower() for _, body in eval_corpus(dataset, data_dir))
+    squad = json.loads((data_dir / "multilingual/xquad/xquad.en.json").read_text())
+    kept = [
+        qa["question"]
+        for article in squad["data"]
+        for paragraph in article["paragraphs"]
+        for qa in paragraph["qas"]
+        if not any(answer["text"].lower() in text for answer in qa["answers"])
+    ]
+    return kept[:: max(len(kept) // limit, 1)][:limit]
+
+
 def question_sets(limit: int) -> list[QuestionSet]:
     data_dir = Path(settings.DEMO_DATA_DIR)
     for dataset in DATASETS:
@@ -389,14 +407,19 @@ def question_sets(limit: int) -> list[QuestionSet]:
     for dataset in DATASETS:
         questions = [q.question for q in eval_questions(dataset, data_dir)[:limit]]
         own, other = eval_collection(dataset), eval_collection(FOREIGN[dataset])
+        unrelated = unrelated_wikipedia(dataset, data_dir, limit)
         sets.append(
             QuestionSet(
                 "wikipedia",
                 dataset,
                 "tuning" if dataset in TUNING else "validation",
                 measure(questions, own),
-                {"other_dataset": measure(questions, other)},
-                {"answerable": (questions, own), "other_dataset": (questions, other)},
+                {"other_dataset": measure(questions, other), "unrelated_wikipedia": measure(unrelated, own)},
+                {
+                    "answerable": (questions, own),
+                    "other_dataset": (questions, other),
+                    "unrelated_wikipedia": (unrelated, own),
+                },
             )
         )
         log(f"{dataset}: {len(questions)} questions measured")
