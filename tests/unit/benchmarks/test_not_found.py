@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
+import pytest
+
 from apps.answers.support import Evidence, Thresholds
+from benchmarks import not_found
 from benchmarks.not_found import docs_half, fit, fit_combined, refused, refused_by
 
 
@@ -32,3 +38,21 @@ def test_the_combined_rule_separates_what_either_rule_cannot() -> None:
 
 def test_the_manuals_questions_are_split_by_their_number() -> None:
     assert docs_half({"id": "a01"}) == "tuning" and docs_half({"id": "u60"}) == "validation"
+
+
+def test_unrelated_wikipedia_questions_leave_out_any_the_corpus_could_answer(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    qas = [("Who won?", "Denver Broncos"), ("Where?", "Levi's Stadium"), ("When?", "1066"), ("Which river?", "Seine")]
+    squad = {
+        "data": [
+            {"paragraphs": [{"qas": [{"question": q, "answers": [{"text": a}]} for q, a in qas[i : i + 2]]}]}
+            for i in (0, 2)
+        ]
+    }
+    (tmp_path / "multilingual/xquad").mkdir(parents=True)
+    (tmp_path / "multilingual/xquad/xquad.en.json").write_text(json.dumps(squad))
+    corpus = [("a.txt", b"The Normans reached the SEINE valley."), ("b.txt", b"Denver broncos history.")]
+    monkeypatch.setattr(not_found, "eval_corpus", lambda dataset, data_dir: corpus)
+    assert not_found.unrelated_wikipedia("hotpotqa", tmp_path, 10) == ["Where?", "When?"]
+    assert not_found.unrelated_wikipedia("hotpotqa", tmp_path, 1) == ["Where?"]
