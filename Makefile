@@ -87,7 +87,7 @@ bench-answers: setup
 
 # Cost as the corpus grows (benchmarks/scale.py): one graph grown to 10k, 100k and 1M chunks, the question
 # path, ingestion, memory and disk at each size; a private Neo4j (state under var/bench-scale, port 19687,
-# 4 GiB heap and page cache), wiped first and stopped after, also on failure. About 26 minutes on 2 cores.
+# 4 GiB heap and page cache), wiped first and stopped after, also on failure. About 14 minutes on 2 cores.
 BENCH_SCALE_ENV := RAGKG_STATE_DIR=var/bench-scale DJANGO_DEBUG=1 DATABASE_URL= NEO4J_URI=bolt://127.0.0.1:19687 \
 	NEO4J_PASSWORD=ragkg-bench-password NEO4J_HEAP=4g NEO4J_PAGE_CACHE=4g REDIS_URL=redis://127.0.0.1:19379/0 \
 	WEB_PORT=19000 RAGKG_MANAGED_SERVICES=neo4j
