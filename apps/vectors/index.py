@@ -107,8 +107,10 @@ class VectorIndex:
         version: int = 0,
         epoch: str = "",
         seq: int = 0,
+        converted: bool = False,
     ) -> None:
         self.config = config
+        self.converted = converted  # loaded from a snapshot of another HNSW storage (see load)
         self.index_type = index_type or config.index_type
         self.version = version
         self.epoch = epoch  # of the feed, and the change it stands at (a loaded snapshot's)
@@ -388,7 +390,8 @@ class VectorIndex:
                 config.space, manifest.index_type, config.index_type, rebuild_hint(config.space),
             )  # fmt: skip
         index = snapshot.index
-        if manifest.index_type == "hnsw" and factory.hnsw_storage(index) not in (None, config.hnsw.storage):
+        converted = manifest.index_type == "hnsw" and factory.hnsw_storage(index) not in (None, config.hnsw.storage)
+        if converted:
             index = factory.hnsw_restored(index, config)
         return cls(
             config,
@@ -399,6 +402,7 @@ class VectorIndex:
             version=manifest.version,
             epoch=manifest.epoch,
             seq=manifest.seq,
+            converted=converted,
         )
 
 

@@ -161,7 +161,10 @@ class VectorRegistry:
         else:
             if index.epoch == head.epoch and head.pruned <= index.seq <= head.seq:
                 logger.info("%s vectors: local snapshot at %d, the feed at %d", space, index.seq, head.seq)
-                return _Copy(index, head.epoch, index.seq, now, now)
+                copy = _Copy(index, head.epoch, index.seq, now, now)
+                if index.converted:  # saved again as configured: the next start need not convert (nor hold both)
+                    self._snapshot(space, copy)
+                return copy
             logger.info("%s vectors: the local snapshot is of another epoch or ahead; building from the store", space)
         return _Copy(VectorIndex(config), head.epoch, 0, now, now)
 

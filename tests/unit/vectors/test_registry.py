@@ -28,7 +28,7 @@ from apps.vectors.store import (
     store_remove,
     store_renew,
 )
-from apps.vectors.types import VectorItem
+from apps.vectors.types import HnswParams, VectorItem
 from tests.unit.vectors.fakes import clustered, items, node_id, space
 
 pytestmark = pytest.mark.django_db
@@ -36,10 +36,12 @@ pytestmark = pytest.mark.django_db
 CONFIG = space("flat")
 
 
-def host(root: Path, *, interval: float = 0.0, min_vectors: int = 2048, **config: object) -> VectorRegistry:
+def host(
+    root: Path, *, interval: float = 0.0, min_vectors: int = 2048, index_type: str = "flat", **config: object
+) -> VectorRegistry:
     """A registry as one process of one host would have it: its own folder for snapshots."""
     policy = SyncPolicy(interval=interval, stale_max=5.0, fraction=0.0, min_vectors=min_vectors)
-    return VectorRegistry(root, lambda name: space("flat", **config), policy)  # type: ignore[arg-type]
+    return VectorRegistry(root, lambda name: space(index_type, **config), policy)  # type: ignore[arg-type]
 
 
 def write(start: int, stop: int, *, seed: int = 0, collection: str = "a") -> None:
@@ -245,3 +247,19 @@ def test_the_feed_is_read_in_change_order_a_page_at_a_time(monkeypatch: pytest.M
     assert batches[-1].ids.tolist()[-1] == vector_ids([node_id(0)])[0]  # change 4 comes last
     later = list(store_changes("text", after=2, upto=3))  # only change 3's rows
     assert [vid for batch in later for vid in batch.removed.tolist()] and not any(b.ids.size for b in later)
+
+
+def test_a_snapshot_of_another_hnsw_storage_is_saved_again_as_configured_on_start(tmp_path: Path) -> None:
+    def hnsw(storage: str) -> HnswParams:
+        return HnswParams(m=16, ef_construction=40, ef_search=32, storage=storage)
+
+    host(tmp_path, min_vectors=5, index_type="hnsw", hnsw=hnsw("flat")).get("text")
+    write(0, 8)
+    host(tmp_path, min_vectors=5, index_type="hnsw", hnsw=hnsw("flat")).get("text")  # a float32 snapshot
+    saved = manifest_read(tmp_path / "text")
+    index = host(tmp_path, min_vectors=5, index_type="hnsw", hnsw=hnsw("fp16")).get("text")
+    assert index.converted and index.describe()["storage"] == "fp16" and index.count == 8
+    again = manifest_read(tmp_path / "text")
+    assert again.version == saved.version + 1 and again.seq == saved.seq
+    reloaded = VectorIndex.load(tmp_path / "text", space("hnsw", hnsw=hnsw("fp16")))
+    assert not reloaded.converted and reloaded.describe()["storage"] == "fp16"
