@@ -196,7 +196,7 @@ class VectorIndex:
                 "version": self.version,
                 "count": self.count,
                 "tombstones": self.tombstones,
-                "storage": factory.hnsw_storage(self._index) if self.index_type == "hnsw" else None,
+                "storage": factory.hnsw_storage(self._index),
                 "gpu": self._gpu_wanted(),
                 **self._sidecar.counts(),
             }
@@ -390,7 +390,7 @@ class VectorIndex:
                 config.space, manifest.index_type, config.index_type, rebuild_hint(config.space),
             )  # fmt: skip
         index = snapshot.index
-        converted = manifest.index_type == "hnsw" and factory.hnsw_storage(index) not in (None, config.hnsw.storage)
+        converted = factory.hnsw_storage(index) not in (None, config.hnsw.storage)
         if converted:
             index = factory.hnsw_restored(index, config)
         return cls(

@@ -89,6 +89,7 @@ def store_add(config: SpaceConfig, ids: Ids, items: Sequence[VectorItem], vector
     with transaction.atomic():
         seq = _next_seq(config)
         for start in range(0, len(id_list), WRITE_ROWS):
+            stop = start + WRITE_ROWS
             StoredVector.objects.bulk_create(
                 [
                     StoredVector(
@@ -97,13 +98,11 @@ def store_add(config: SpaceConfig, ids: Ids, items: Sequence[VectorItem], vector
                         node_id=item.node_id,
                         label=item.label,
                         collection=item.collection,
-                        vector=rows[start + offset].tobytes(),
+                        vector=row.tobytes(),
                         seq=seq,
                         removed=False,
                     )
-                    for offset, (vid, item) in enumerate(
-                        zip(id_list[start : start + WRITE_ROWS], items[start : start + WRITE_ROWS], strict=True)
-                    )
+                    for vid, item, row in zip(id_list[start:stop], items[start:stop], rows[start:stop], strict=True)
                 ],
                 update_conflicts=True,
                 unique_fields=["space", "vid"],
